@@ -1,0 +1,287 @@
+//! The plan: everything a load test will do, as pure serialisable data.
+//!
+//! Scripts (and CLI shortcuts such as `barrage quick`) compile *into* a [`Plan`]; the engine
+//! executes a plan. Neither side sees the other, so this crate has no behaviour beyond
+//! construction helpers and validation.
+
+mod target;
+mod workload;
+
+pub use target::{Scheme, Target, TargetError};
+pub use workload::{ArrivalRate, ClosedVus, Workload, WorkloadError};
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Version of the plan format; bumped when a serialised plan would be read differently.
+pub const PLAN_FORMAT_VERSION: u32 = 1;
+
+/// A complete, executable description of a load test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub format_version: u32,
+    /// Human name of the test (script file stem, or `quick`).
+    pub name: String,
+    /// Base URL every request path is resolved against.
+    pub target: Target,
+    pub options: TestOptions,
+    pub workload: Workload,
+    /// Names of the request tags; requests refer to them by index so the hot path never
+    /// hashes strings.
+    pub tags: Vec<String>,
+    /// Session kinds; one is picked per client (by weight) or run repeatedly by a VU.
+    pub sessions: Vec<Session>,
+}
+
+/// Options that apply to every request of the test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestOptions {
+    /// Per-request timeout (connect + send + receive).
+    #[serde(with = "duration_ms")]
+    pub request_timeout: Duration,
+    /// Reuse connections between requests of the same client.
+    pub keep_alive: bool,
+    /// Ask for compressed responses (`Accept-Encoding: gzip`).
+    pub compression: bool,
+    /// Headers sent with every request, before request-specific ones.
+    pub headers: Vec<Header>,
+    /// Worker threads; `None` means one per CPU the process may run on.
+    pub threads: Option<usize>,
+}
+
+impl Default for TestOptions {
+    fn default() -> Self {
+        Self {
+            request_timeout: Duration::from_secs(20),
+            keep_alive: true,
+            compression: true,
+            headers: Vec::new(),
+            threads: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    pub name: String,
+    pub value: String,
+}
+
+/// One kind of session: a named, weighted sequence of steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    pub name: String,
+    pub weight: u32,
+    pub steps: Vec<Step>,
+}
+
+/// One step of a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Step {
+    Request(RequestStep),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Method {
+    Get,
+    Head,
+    Post,
+    Put,
+    Patch,
+    Delete,
+    Options,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Head => "HEAD",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
+            Method::Options => "OPTIONS",
+        }
+    }
+
+    /// Parses a method name case-insensitively.
+    pub fn parse(name: &str) -> Option<Method> {
+        Some(match name.to_ascii_uppercase().as_str() {
+            "GET" => Method::Get,
+            "HEAD" => Method::Head,
+            "POST" => Method::Post,
+            "PUT" => Method::Put,
+            "PATCH" => Method::Patch,
+            "DELETE" => Method::Delete,
+            "OPTIONS" => Method::Options,
+            _ => return None,
+        })
+    }
+}
+
+/// An HTTP request to send.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestStep {
+    pub method: Method,
+    /// Path and query, relative to the plan's target (starts with `/`).
+    pub path: String,
+    /// Index into [`Plan::tags`].
+    pub tag: usize,
+    pub headers: Vec<Header>,
+    pub body: Option<Vec<u8>>,
+}
+
+impl Plan {
+    /// Checks the cross-references a hand-built or deserialised plan could get wrong.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        if self.sessions.is_empty() {
+            return Err(PlanError::NoSessions);
+        }
+        for session in &self.sessions {
+            if session.steps.is_empty() {
+                return Err(PlanError::EmptySession(session.name.clone()));
+            }
+            for step in &session.steps {
+                let Step::Request(request) = step;
+                if request.tag >= self.tags.len() {
+                    return Err(PlanError::UnknownTag {
+                        session: session.name.clone(),
+                        tag: request.tag,
+                    });
+                }
+                if !request.path.starts_with('/') {
+                    return Err(PlanError::RelativePath(request.path.clone()));
+                }
+            }
+        }
+        if self.sessions.iter().all(|s| s.weight == 0) {
+            return Err(PlanError::ZeroWeights);
+        }
+        if self.options.request_timeout.is_zero() {
+            return Err(PlanError::ZeroTimeout);
+        }
+        self.workload.validate()?;
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum PlanError {
+    #[error("the plan has no sessions")]
+    NoSessions,
+    #[error("session `{0}` has no steps")]
+    EmptySession(String),
+    #[error("session `{session}` refers to tag #{tag}, which the plan does not declare")]
+    UnknownTag { session: String, tag: usize },
+    #[error("request path `{0}` must start with `/`")]
+    RelativePath(String),
+    #[error("every session has weight 0, so none can ever be picked")]
+    ZeroWeights,
+    #[error("the request timeout must be greater than zero")]
+    ZeroTimeout,
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+}
+
+/// Serialises durations as integer milliseconds, the unit humans read plans in.
+pub mod duration_ms {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(value: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(value.as_millis() as u64)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(deserializer)?))
+    }
+
+    /// The same for `Option<Duration>`.
+    pub mod option {
+        use serde::{Deserialize, Deserializer, Serializer};
+        use std::time::Duration;
+
+        pub fn serialize<S: Serializer>(
+            value: &Option<Duration>,
+            serializer: S,
+        ) -> Result<S::Ok, S::Error> {
+            match value {
+                Some(d) => serializer.serialize_some(&(d.as_millis() as u64)),
+                None => serializer.serialize_none(),
+            }
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(
+            deserializer: D,
+        ) -> Result<Option<Duration>, D::Error> {
+            Ok(Option::<u64>::deserialize(deserializer)?.map(Duration::from_millis))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_request_plan() -> Plan {
+        Plan {
+            format_version: PLAN_FORMAT_VERSION,
+            name: "t".into(),
+            target: Target::parse("http://127.0.0.1:8080").unwrap(),
+            options: TestOptions::default(),
+            workload: Workload::ClosedVus(ClosedVus {
+                vus: 2,
+                duration: None,
+                iterations: Some(10),
+            }),
+            tags: vec!["GET /".into()],
+            sessions: vec![Session {
+                name: "s".into(),
+                weight: 1,
+                steps: vec![Step::Request(RequestStep {
+                    method: Method::Get,
+                    path: "/".into(),
+                    tag: 0,
+                    headers: vec![],
+                    body: None,
+                })],
+            }],
+        }
+    }
+
+    #[test]
+    fn plan_round_trips_through_json() {
+        let plan = one_request_plan();
+        let json = serde_json::to_string(&plan).unwrap();
+        let back: Plan = serde_json::from_str(&json).unwrap();
+        assert_eq!(plan, back);
+    }
+
+    #[test]
+    fn validate_rejects_dangling_tag() {
+        let mut plan = one_request_plan();
+        let Step::Request(r) = &mut plan.sessions[0].steps[0];
+        r.tag = 3;
+        assert!(matches!(
+            plan.validate(),
+            Err(PlanError::UnknownTag { tag: 3, .. })
+        ));
+    }
+
+    #[test]
+    fn validate_accepts_good_plan_and_rejects_zero_timeout() {
+        let mut plan = one_request_plan();
+        assert_eq!(plan.validate(), Ok(()));
+        plan.options.request_timeout = Duration::ZERO;
+        assert_eq!(plan.validate(), Err(PlanError::ZeroTimeout));
+    }
+
+    #[test]
+    fn method_parse_is_case_insensitive() {
+        assert_eq!(Method::parse("post"), Some(Method::Post));
+        assert_eq!(Method::parse("BREW"), None);
+    }
+}
