@@ -1,1 +1,16 @@
-//! placeholder
+//! Measurements of a run: per-tag HDR histograms and counters, per-second series, all mergeable.
+//!
+//! Each engine worker thread owns one [`RunMetrics`] and records into it without locks; the
+//! engine merges the workers' metrics at the end (and periodically for live views). Merging
+//! is exact — histograms add bucket by bucket, counters add — so merged figures equal those of
+//! one recorder that saw every request. That property is what makes distributed runs correct.
+
+mod error_kind;
+mod latency;
+mod run;
+mod series;
+
+pub use error_kind::ErrorKind;
+pub use latency::{LatencyHistogram, LatencyStats, MAX_TRACKABLE_MICROS, STANDARD_PERCENTILES};
+pub use run::{PhaseTimings, ResponseRecord, RunMetrics, StatusCounts, TagMetrics};
+pub use series::{SecondBucket, Series};

@@ -1,0 +1,50 @@
+//! Maps I/O failures to the error kinds reports count them under.
+
+use barrage_metrics::ErrorKind;
+use std::io;
+
+/// Classifies an I/O error. `connecting` tells whether it happened while opening the
+/// connection, where unknown failures are connect failures rather than I/O errors.
+pub fn classify_io_error(error: &io::Error, connecting: bool) -> ErrorKind {
+    match error.kind() {
+        io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe => ErrorKind::Reset,
+        io::ErrorKind::TimedOut => ErrorKind::Timeout,
+        io::ErrorKind::UnexpectedEof => ErrorKind::Closed,
+        io::ErrorKind::InvalidData => ErrorKind::Malformed,
+        _ if connecting => ErrorKind::Connect,
+        _ => ErrorKind::Io,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_common_kinds() {
+        let e = |k| io::Error::from(k);
+        assert_eq!(
+            classify_io_error(&e(io::ErrorKind::ConnectionRefused), true),
+            ErrorKind::Refused
+        );
+        assert_eq!(
+            classify_io_error(&e(io::ErrorKind::ConnectionReset), false),
+            ErrorKind::Reset
+        );
+        assert_eq!(
+            classify_io_error(&e(io::ErrorKind::BrokenPipe), false),
+            ErrorKind::Reset
+        );
+        assert_eq!(
+            classify_io_error(&e(io::ErrorKind::Other), true),
+            ErrorKind::Connect
+        );
+        assert_eq!(
+            classify_io_error(&e(io::ErrorKind::Other), false),
+            ErrorKind::Io
+        );
+    }
+}

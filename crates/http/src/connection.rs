@@ -1,0 +1,317 @@
+//! One HTTP/1.1 connection: write a prepared request, read and frame the response, time each phase.
+
+use crate::classify::classify_io_error;
+use crate::framing::{parse_head, BodyFraming, ChunkedDecoder};
+use crate::request::RequestBytes;
+use barrage_metrics::ErrorKind;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Instant;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Read buffer size; a response head must fit in [`MAX_HEAD`], bodies stream through.
+const READ_BUFFER: usize = 16 * 1024;
+const MAX_HEAD: usize = 64 * 1024;
+
+/// Opens a TCP connection to the first of `addrs` that accepts, with Nagle off.
+pub async fn connect(addrs: &[SocketAddr]) -> Result<TcpStream, ErrorKind> {
+    let mut last = ErrorKind::Connect;
+    for addr in addrs {
+        match TcpStream::connect(addr).await {
+            Ok(stream) => {
+                // A request is written in one call; Nagle would only delay it.
+                let _ = stream.set_nodelay(true);
+                return Ok(stream);
+            }
+            Err(e) => last = classify_io_error(&e, true),
+        }
+    }
+    Err(last)
+}
+
+/// The outcome of one request/response exchange.
+#[derive(Debug, Clone, Copy)]
+pub struct Exchange {
+    pub status: u16,
+    /// Whether the connection can carry the next request.
+    pub keep_alive: bool,
+    /// Response bytes read from the wire (head and body).
+    pub bytes_received: u64,
+    /// Body bytes as framed on the wire (before any content decoding).
+    pub body_bytes: u64,
+    pub written_at: Instant,
+    pub first_byte_at: Instant,
+    pub done_at: Instant,
+}
+
+/// A keep-alive HTTP/1.1 connection.
+pub struct Connection {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    exchanges: u64,
+}
+
+impl Connection {
+    pub fn new(stream: TcpStream) -> Self {
+        Self {
+            stream,
+            buf: vec![0; READ_BUFFER],
+            exchanges: 0,
+        }
+    }
+
+    /// Requests this connection has completed; 0 means it is fresh.
+    pub fn exchanges(&self) -> u64 {
+        self.exchanges
+    }
+
+    /// Sends `request` and reads its whole response. When `body` is given, the response body
+    /// (de-chunked, not decompressed) is appended to it.
+    pub async fn exchange(
+        &mut self,
+        request: &RequestBytes,
+        mut body: Option<&mut Vec<u8>>,
+    ) -> Result<Exchange, ErrorKind> {
+        self.stream
+            .write_all(request.as_bytes())
+            .await
+            .map_err(|e| classify_io_error(&e, false))?;
+        let written_at = Instant::now();
+
+        // Read until the head is complete, skipping interim 1xx responses.
+        let mut filled = 0;
+        let mut received = 0u64;
+        let mut first_byte_at = None;
+        let head = loop {
+            if filled > 0 {
+                match parse_head(&self.buf[..filled], request.expects_body()) {
+                    Ok(Some(head)) if head.status < 200 && head.status != 101 => {
+                        self.buf.copy_within(head.head_len..filled, 0);
+                        filled -= head.head_len;
+                        continue;
+                    }
+                    Ok(Some(head)) => break head,
+                    Ok(None) => {}
+                    Err(_) => return Err(ErrorKind::Malformed),
+                }
+            }
+            if filled == self.buf.len() {
+                if self.buf.len() >= MAX_HEAD {
+                    return Err(ErrorKind::Malformed);
+                }
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+            let n = self.read_into(filled).await?;
+            first_byte_at.get_or_insert_with(Instant::now);
+            filled += n;
+            received += n as u64;
+        };
+        let first_byte_at = first_byte_at.unwrap_or(written_at);
+        let mut keep_alive = head.keep_alive;
+        let mut body_bytes = 0u64;
+        let start = head.head_len;
+        match head.body {
+            BodyFraming::Empty => keep_alive &= filled == start,
+            BodyFraming::Length(length) => {
+                let available = (filled - start) as u64;
+                let take = available.min(length) as usize;
+                if let Some(sink) = body.as_deref_mut() {
+                    sink.extend_from_slice(&self.buf[start..start + take]);
+                }
+                // Bytes past the body mean the server pipelined something we did not ask for.
+                keep_alive &= available <= length;
+                let mut remaining = length - take as u64;
+                body_bytes = take as u64;
+                while remaining > 0 {
+                    let n = self.read_into(0).await?;
+                    received += n as u64;
+                    let take = (n as u64).min(remaining) as usize;
+                    if let Some(sink) = body.as_deref_mut() {
+                        sink.extend_from_slice(&self.buf[..take]);
+                    }
+                    remaining -= take as u64;
+                    body_bytes += take as u64;
+                    keep_alive &= n == take;
+                }
+            }
+            BodyFraming::Chunked => {
+                let mut decoder = ChunkedDecoder::default();
+                let mut pending_from = start;
+                loop {
+                    let used = decoder
+                        .feed(&self.buf[pending_from..filled], |data| {
+                            body_bytes += data.len() as u64;
+                            if let Some(sink) = body.as_deref_mut() {
+                                sink.extend_from_slice(data);
+                            }
+                        })
+                        .map_err(|_| ErrorKind::Malformed)?;
+                    pending_from += used;
+                    if decoder.is_done() {
+                        keep_alive &= pending_from == filled;
+                        break;
+                    }
+                    // Keep the unconsumed tail (a partial size line) and read more after it.
+                    self.buf.copy_within(pending_from..filled, 0);
+                    filled -= pending_from;
+                    pending_from = 0;
+                    if filled == self.buf.len() {
+                        return Err(ErrorKind::Malformed);
+                    }
+                    let n = self.read_into(filled).await?;
+                    filled += n;
+                    received += n as u64;
+                }
+            }
+            BodyFraming::UntilClose => {
+                body_bytes = (filled - start) as u64;
+                if let Some(sink) = body.as_deref_mut() {
+                    sink.extend_from_slice(&self.buf[start..filled]);
+                }
+                loop {
+                    let n = match self.stream.read(&mut self.buf[..]).await {
+                        Ok(0) => break,
+                        Ok(n) => n,
+                        Err(e) => return Err(classify_io_error(&e, false)),
+                    };
+                    received += n as u64;
+                    body_bytes += n as u64;
+                    if let Some(sink) = body.as_deref_mut() {
+                        sink.extend_from_slice(&self.buf[..n]);
+                    }
+                }
+            }
+        }
+        self.exchanges += 1;
+        Ok(Exchange {
+            status: head.status,
+            keep_alive,
+            bytes_received: received,
+            body_bytes,
+            written_at,
+            first_byte_at,
+            done_at: Instant::now(),
+        })
+    }
+
+    /// Reads into the buffer from `offset`; end of stream before a response is complete is an
+    /// error (the peer closed early).
+    async fn read_into(&mut self, offset: usize) -> Result<usize, ErrorKind> {
+        match self.stream.read(&mut self.buf[offset..]).await {
+            Ok(0) => Err(classify_io_error(
+                &io::Error::from(io::ErrorKind::UnexpectedEof),
+                false,
+            )),
+            Ok(n) => Ok(n),
+            Err(e) => Err(classify_io_error(&e, false)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::RequestSpec;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    fn get() -> RequestBytes {
+        RequestSpec {
+            method: "GET",
+            authority: "t",
+            path: "/",
+            headers: &[],
+            body: None,
+            keep_alive: true,
+            accept_gzip: false,
+        }
+        .encode()
+        .unwrap()
+    }
+
+    /// Serves the given raw responses, one per request read, on a fresh listener.
+    async fn serve(responses: Vec<&'static [u8]>, chunked_writes: bool) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 4096];
+            for response in responses {
+                let _ = socket.read(&mut buf).await.unwrap();
+                if chunked_writes {
+                    for piece in response.chunks(3) {
+                        socket.write_all(piece).await.unwrap();
+                        socket.flush().await.unwrap();
+                        tokio::task::yield_now().await;
+                    }
+                } else {
+                    socket.write_all(response).await.unwrap();
+                }
+            }
+        });
+        addr
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn keep_alive_exchanges_with_every_framing() {
+        let responses: Vec<&'static [u8]> = vec![
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+            b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
+            b"HTTP/1.0 200 OK\r\n\r\nuntil close",
+        ];
+        for pieces in [false, true] {
+            let addr = serve(responses.clone(), pieces).await;
+            let mut conn = Connection::new(connect(&[addr]).await.unwrap());
+            let mut body = Vec::new();
+            let first = conn.exchange(&get(), Some(&mut body)).await.unwrap();
+            assert_eq!(
+                (first.status, first.body_bytes, first.keep_alive),
+                (200, 5, true)
+            );
+            assert_eq!(body, b"hello");
+            body.clear();
+            let second = conn.exchange(&get(), Some(&mut body)).await.unwrap();
+            assert_eq!((second.status, second.body_bytes), (201, 3));
+            assert_eq!(body, b"abc");
+            let third = conn.exchange(&get(), None).await.unwrap();
+            assert_eq!(third.status, 404);
+            let fourth = conn.exchange(&get(), None).await.unwrap();
+            assert_eq!(
+                (fourth.status, fourth.body_bytes, fourth.keep_alive),
+                (200, 11, false)
+            );
+            assert_eq!(conn.exchanges(), 4);
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn early_close_and_garbage_are_classified() {
+        let addr = serve(
+            vec![b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort"],
+            false,
+        )
+        .await;
+        let mut conn = Connection::new(connect(&[addr]).await.unwrap());
+        assert_eq!(
+            conn.exchange(&get(), None).await.unwrap_err(),
+            ErrorKind::Closed
+        );
+
+        let addr = serve(vec![b"NOT HTTP AT ALL\r\n\r\n"], false).await;
+        let mut conn = Connection::new(connect(&[addr]).await.unwrap());
+        assert_eq!(
+            conn.exchange(&get(), None).await.unwrap_err(),
+            ErrorKind::Malformed
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn refused_connection_is_classified() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        assert_eq!(connect(&[addr]).await.unwrap_err(), ErrorKind::Refused);
+    }
+}

@@ -1,0 +1,269 @@
+//! Per-tag and per-run metrics: what one worker records, and the exact merge of many workers.
+
+use crate::{ErrorKind, LatencyHistogram, Series};
+use std::time::Duration;
+
+/// Counts of responses by HTTP status code (100–599).
+#[derive(Debug, Clone)]
+pub struct StatusCounts {
+    counts: Box<[u64; 500]>,
+}
+
+impl Default for StatusCounts {
+    fn default() -> Self {
+        Self {
+            counts: Box::new([0; 500]),
+        }
+    }
+}
+
+impl StatusCounts {
+    #[inline]
+    pub fn record(&mut self, status: u16) {
+        // The HTTP layer rejects status codes outside 100–599 as malformed.
+        if let Some(slot) = self.counts.get_mut(usize::from(status).wrapping_sub(100)) {
+            *slot += 1;
+        }
+    }
+
+    pub fn get(&self, status: u16) -> u64 {
+        self.counts
+            .get(usize::from(status).wrapping_sub(100))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// `(status, count)` for every status seen, in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(i, &n)| (i as u16 + 100, n))
+    }
+
+    pub fn merge(&mut self, other: &StatusCounts) {
+        for (mine, theirs) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *mine += theirs;
+        }
+    }
+}
+
+/// How long each phase of one request took (hey's "Details").
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PhaseTimings {
+    /// Time to resolve and connect, when this request opened a new connection.
+    pub connect: Option<Duration>,
+    /// From starting to write the request to having written all of it.
+    pub write: Duration,
+    /// From the request written to the first response byte.
+    pub wait: Duration,
+    /// From the first response byte to the complete response.
+    pub read: Duration,
+}
+
+/// Everything measured for one tag.
+#[derive(Debug, Clone, Default)]
+pub struct TagMetrics {
+    /// Response latency from the request's intended start to its last byte.
+    pub latency: LatencyHistogram,
+    pub connect: LatencyHistogram,
+    pub write: LatencyHistogram,
+    pub wait: LatencyHistogram,
+    pub read: LatencyHistogram,
+    pub status: StatusCounts,
+    pub errors: [u64; ErrorKind::COUNT],
+    pub bytes_sent: u64,
+    /// Response bytes on the wire: head and body.
+    pub bytes_received: u64,
+    /// Response body bytes as received.
+    pub body_bytes: u64,
+}
+
+impl TagMetrics {
+    /// Responses received (any status).
+    pub fn responses(&self) -> u64 {
+        self.latency.count()
+    }
+
+    pub fn error_count(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    /// Requests that ended, with a response or an error.
+    pub fn requests(&self) -> u64 {
+        self.responses() + self.error_count()
+    }
+
+    /// `(kind, count)` for every error kind seen.
+    pub fn errors_by_kind(&self) -> impl Iterator<Item = (ErrorKind, u64)> + '_ {
+        ErrorKind::ALL
+            .iter()
+            .map(|&k| (k, self.errors[k.index()]))
+            .filter(|&(_, n)| n > 0)
+    }
+
+    pub fn merge(&mut self, other: &TagMetrics) {
+        self.latency.merge(&other.latency);
+        self.connect.merge(&other.connect);
+        self.write.merge(&other.write);
+        self.wait.merge(&other.wait);
+        self.read.merge(&other.read);
+        self.status.merge(&other.status);
+        for (mine, theirs) in self.errors.iter_mut().zip(other.errors.iter()) {
+            *mine += theirs;
+        }
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.body_bytes += other.body_bytes;
+    }
+}
+
+/// One completed response, as the engine hands it to [`RunMetrics::record_response`].
+#[derive(Debug, Clone, Copy)]
+pub struct ResponseRecord {
+    pub tag: usize,
+    /// Whole seconds since the run started, for the per-second series.
+    pub second: u64,
+    pub latency: Duration,
+    pub phases: PhaseTimings,
+    pub status: u16,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub body_bytes: u64,
+}
+
+/// All metrics of a run (or of one worker's share of it).
+#[derive(Debug, Clone, Default)]
+pub struct RunMetrics {
+    pub tags: Vec<TagMetrics>,
+    pub series: Series,
+    /// Sessions or iterations that ran to their end.
+    pub iterations: u64,
+    pub connections_opened: u64,
+}
+
+impl RunMetrics {
+    pub fn new(tag_count: usize) -> Self {
+        Self {
+            tags: (0..tag_count).map(|_| TagMetrics::default()).collect(),
+            ..Self::default()
+        }
+    }
+
+    #[inline]
+    pub fn record_response(&mut self, r: &ResponseRecord) {
+        let tag = &mut self.tags[r.tag];
+        tag.latency.record(r.latency);
+        if let Some(connect) = r.phases.connect {
+            tag.connect.record(connect);
+        }
+        tag.write.record(r.phases.write);
+        tag.wait.record(r.phases.wait);
+        tag.read.record(r.phases.read);
+        tag.status.record(r.status);
+        tag.bytes_sent += r.bytes_sent;
+        tag.bytes_received += r.bytes_received;
+        tag.body_bytes += r.body_bytes;
+        self.series
+            .record_response(r.second, r.latency, r.bytes_received);
+    }
+
+    #[inline]
+    pub fn record_error(&mut self, tag: usize, second: u64, kind: ErrorKind, bytes_sent: u64) {
+        let tag = &mut self.tags[tag];
+        tag.errors[kind.index()] += 1;
+        tag.bytes_sent += bytes_sent;
+        self.series.record_error(second);
+    }
+
+    /// Adds `other` into `self` exactly. Tag lists are aligned by index (both come from the
+    /// same plan); a longer `other` extends `self`.
+    pub fn merge(&mut self, other: &RunMetrics) {
+        if self.tags.len() < other.tags.len() {
+            self.tags.resize_with(other.tags.len(), TagMetrics::default);
+        }
+        for (mine, theirs) in self.tags.iter_mut().zip(other.tags.iter()) {
+            mine.merge(theirs);
+        }
+        self.series.merge(&other.series);
+        self.iterations += other.iterations;
+        self.connections_opened += other.connections_opened;
+    }
+
+    /// All tags merged into one.
+    pub fn total(&self) -> TagMetrics {
+        let mut total = TagMetrics::default();
+        for tag in &self.tags {
+            total.merge(tag);
+        }
+        total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(tag: usize, second: u64, micros: u64, status: u16) -> ResponseRecord {
+        ResponseRecord {
+            tag,
+            second,
+            latency: Duration::from_micros(micros),
+            phases: PhaseTimings {
+                connect: (micros % 3 == 0).then(|| Duration::from_micros(micros / 3)),
+                write: Duration::from_micros(1),
+                wait: Duration::from_micros(micros / 2),
+                read: Duration::from_micros(2),
+            },
+            status,
+            bytes_sent: 40,
+            bytes_received: 100,
+            body_bytes: 60,
+        }
+    }
+
+    #[test]
+    fn merging_two_halves_equals_one_recorder() {
+        let mut halves = [RunMetrics::new(2), RunMetrics::new(2)];
+        let mut whole = RunMetrics::new(2);
+        for i in 0..2000u64 {
+            let status = if i % 10 == 0 { 500 } else { 200 };
+            let r = response((i % 2) as usize, i / 500, 100 + i * 13 % 9000, status);
+            halves[(i % 3 == 0) as usize].record_response(&r);
+            whole.record_response(&r);
+            if i % 97 == 0 {
+                halves[(i % 2) as usize].record_error(0, i / 500, ErrorKind::Timeout, 40);
+                whole.record_error(0, i / 500, ErrorKind::Timeout, 40);
+            }
+        }
+        let [mut merged, other] = halves;
+        merged.merge(&other);
+        for (m, w) in merged.tags.iter().zip(whole.tags.iter()) {
+            assert_eq!(m.latency.stats(), w.latency.stats());
+            assert_eq!(m.connect.stats(), w.connect.stats());
+            assert_eq!(m.errors, w.errors);
+            assert_eq!(
+                m.status.iter().collect::<Vec<_>>(),
+                w.status.iter().collect::<Vec<_>>()
+            );
+            assert_eq!(
+                (m.bytes_sent, m.bytes_received),
+                (w.bytes_sent, w.bytes_received)
+            );
+        }
+        assert_eq!(merged.series, whole.series);
+        assert_eq!(merged.total().requests(), 2000 + 21);
+    }
+
+    #[test]
+    fn status_counts_ignore_out_of_range_codes() {
+        let mut s = StatusCounts::default();
+        s.record(200);
+        s.record(200);
+        s.record(599);
+        s.record(99);
+        s.record(600);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![(200, 2), (599, 1)]);
+    }
+}
