@@ -1,2 +1,181 @@
-//! placeholder
-fn main() {}
+//! The `barrage` binary: parses the command line and wires script/plan, engine, and reports.
+
+mod quick;
+mod runner;
+mod usage;
+
+use anyhow::Context;
+use barrage_report::render_hey;
+use clap::{Parser, Subcommand};
+use quick::{quick_plan, OutputFormat, QuickArgs};
+use std::io::Write;
+use std::net::SocketAddr;
+use usage::{exit, usage, UsageError};
+
+#[derive(Debug, Parser)]
+#[command(name = "barrage", version, about = "An HTTP load-testing engine", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Load one URL, hey-style (flags as hey users know them)
+    Quick(QuickArgs),
+    /// Run the bundled test server
+    Target(TargetArgs),
+    /// Start the bundled target on a free port, load it briefly, print the summary
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct TargetArgs {
+    /// Address to listen on; port 0 picks a free port (printed on the first line)
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: String,
+    /// Server threads (default: one per CPU)
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Debug, clap::Args)]
+struct DemoArgs {
+    /// How long to run the load
+    #[arg(short = 'z', long, default_value = "5s")]
+    duration: String,
+    /// Concurrent connections
+    #[arg(short = 'c', default_value_t = 50)]
+    concurrency: i64,
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version
+            let _ = e.print();
+            std::process::exit(exit::OK);
+        }
+        Err(e) => {
+            let rendered = e.to_string();
+            let first = rendered.lines().next().unwrap_or("invalid arguments");
+            eprintln!("{first} (see barrage --help)");
+            std::process::exit(exit::USAGE);
+        }
+    };
+    let code = match run(cli) {
+        Ok(code) => code,
+        Err(e) if e.downcast_ref::<UsageError>().is_some() => {
+            eprintln!("error: {e}");
+            exit::USAGE
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            exit::RUNTIME
+        }
+    };
+    std::process::exit(code);
+}
+
+fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Quick(args) => quick_command(&args),
+        Command::Target(args) => target_command(&args),
+        Command::Demo(args) => demo_command(&args),
+    }
+}
+
+fn quick_command(args: &QuickArgs) -> anyhow::Result<i32> {
+    let format = args.output_format()?;
+    let plan = quick_plan(args)?;
+    if args.print_plan {
+        println!("{}", serde_json::to_string_pretty(&plan)?);
+        return Ok(exit::OK);
+    }
+    let finished = runner::execute(
+        &plan,
+        runner::progress_wanted() && format == OutputFormat::Text,
+    )?;
+    let text = match format {
+        OutputFormat::Text => render_hey(&finished.summary),
+        OutputFormat::Json => finished.summary.to_json() + "\n",
+    };
+    print_out(&text)?;
+    Ok(exit::OK)
+}
+
+fn target_command(args: &TargetArgs) -> anyhow::Result<i32> {
+    let listen: SocketAddr = args.listen.parse().map_err(|_| {
+        usage(format!(
+            "--listen: `{}` is not an address like 127.0.0.1:8080",
+            args.listen
+        ))
+    })?;
+    if args.threads == Some(0) {
+        return Err(usage("--threads must be at least 1"));
+    }
+    let config = barrage_target::TargetConfig {
+        listen,
+        threads: args.threads,
+    };
+    barrage_target::serve_blocking(config, |addr| {
+        println!("barrage target listening on {addr}");
+        let _ = std::io::stdout().flush();
+    })
+    .context("barrage target")?;
+    Ok(exit::OK)
+}
+
+fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
+    let target = barrage_target::spawn(barrage_target::TargetConfig {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        threads: None,
+    })
+    .context("starting the bundled target")?;
+    let url = format!("http://{}/health", target.addr());
+    println!(
+        "barrage demo: bundled target on http://{}, loading {url}",
+        target.addr()
+    );
+    println!(
+        "  for {} with {} connections (Ctrl-C stops early)",
+        args.duration, args.concurrency
+    );
+    let quick = QuickArgs {
+        url,
+        requests: 1,
+        concurrency: args.concurrency,
+        duration: Some(args.duration.clone()),
+        rate: None,
+        method: "GET".into(),
+        headers: Vec::new(),
+        body: None,
+        body_file: None,
+        content_type: None,
+        timeout: "20".into(),
+        basic_auth: None,
+        disable_keepalive: false,
+        disable_compression: false,
+        output: None,
+        threads: None,
+        print_plan: false,
+    };
+    let plan = quick_plan(&quick)?;
+    let finished = runner::execute(&plan, runner::progress_wanted())?;
+    target.shutdown();
+    print_out(&render_hey(&finished.summary))?;
+    Ok(exit::OK)
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error worth a stack of messages.
+fn print_out(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing the summary"),
+    }
+}

@@ -50,6 +50,8 @@ pub struct Connection {
     stream: TcpStream,
     buf: Vec<u8>,
     exchanges: u64,
+    /// Whether any byte of the current (or last) response arrived.
+    response_started: bool,
 }
 
 impl Connection {
@@ -58,12 +60,19 @@ impl Connection {
             stream,
             buf: vec![0; READ_BUFFER],
             exchanges: 0,
+            response_started: false,
         }
     }
 
     /// Requests this connection has completed; 0 means it is fresh.
     pub fn exchanges(&self) -> u64 {
         self.exchanges
+    }
+
+    /// Whether the last exchange received any response byte. A reused connection that fails
+    /// before that was most likely closed by the server while idle, and is safe to retry.
+    pub fn response_started(&self) -> bool {
+        self.response_started
     }
 
     /// Sends `request` and reads its whole response. When `body` is given, the response body
@@ -73,6 +82,7 @@ impl Connection {
         request: &RequestBytes,
         mut body: Option<&mut Vec<u8>>,
     ) -> Result<Exchange, ErrorKind> {
+        self.response_started = false;
         self.stream
             .write_all(request.as_bytes())
             .await
@@ -203,7 +213,10 @@ impl Connection {
                 &io::Error::from(io::ErrorKind::UnexpectedEof),
                 false,
             )),
-            Ok(n) => Ok(n),
+            Ok(n) => {
+                self.response_started = true;
+                Ok(n)
+            }
             Err(e) => Err(classify_io_error(&e, false)),
         }
     }

@@ -4,9 +4,11 @@
 //! executes a plan. Neither side sees the other, so this crate has no behaviour beyond
 //! construction helpers and validation.
 
+mod duration;
 mod target;
 mod workload;
 
+pub use duration::{parse_duration, DurationError};
 pub use target::{Scheme, Target, TargetError};
 pub use workload::{ArrivalRate, ClosedVus, Workload, WorkloadError};
 

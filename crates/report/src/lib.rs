@@ -1,1 +1,10 @@
-//! placeholder
+//! Reports: turns merged run metrics into what people and machines read.
+//!
+//! [`Summary`] is the one model every renderer reads (`summary.rs`); `hey.rs` prints it in
+//! hey's layout, and `-o json` serialises it as is.
+
+mod hey;
+mod summary;
+
+pub use hey::render_hey;
+pub use summary::{PhaseSummary, RunInfo, Summary, TagSummary};

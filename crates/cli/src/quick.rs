@@ -1,0 +1,352 @@
+//! `barrage quick`: hey's flags, compiled into the same [`Plan`] a scenario script produces.
+
+use crate::usage::usage;
+use barrage_plan::{
+    parse_duration, ArrivalRate, ClosedVus, Header, Method, Plan, RequestStep, Session, Step,
+    Target, TestOptions, Workload, PLAN_FORMAT_VERSION,
+};
+use base64::Engine as _;
+use clap::Args;
+use std::time::Duration;
+
+/// hey's default request count and concurrency.
+const DEFAULT_REQUESTS: i64 = 200;
+const DEFAULT_CONCURRENCY: i64 = 50;
+/// What "no timeout" (`-t 0`, as in hey) means in practice.
+const NO_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+#[derive(Debug, Clone, Args)]
+pub struct QuickArgs {
+    /// URL to load, e.g. http://127.0.0.1:8080/health
+    pub url: String,
+    /// Number of requests to run (ignored when -z is given)
+    #[arg(short = 'n', default_value_t = DEFAULT_REQUESTS, allow_negative_numbers = true)]
+    pub requests: i64,
+    /// Number of concurrent connections (clients)
+    #[arg(short = 'c', default_value_t = DEFAULT_CONCURRENCY, allow_negative_numbers = true)]
+    pub concurrency: i64,
+    /// Duration of the run, e.g. 10s, 2m (wins over -n)
+    #[arg(short = 'z')]
+    pub duration: Option<String>,
+    /// Rate limit for the whole run in requests per second (open loop: requests are scheduled
+    /// independently of responses; latency counts from each request's scheduled time)
+    #[arg(short = 'q', allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+    /// HTTP method
+    #[arg(short = 'm', default_value = "GET")]
+    pub method: String,
+    /// Custom header "Name: value" (repeatable)
+    #[arg(short = 'H')]
+    pub headers: Vec<String>,
+    /// Request body
+    #[arg(short = 'd', conflicts_with = "body_file")]
+    pub body: Option<String>,
+    /// Request body from a file
+    #[arg(short = 'D')]
+    pub body_file: Option<std::path::PathBuf>,
+    /// Content-Type header
+    #[arg(short = 'T')]
+    pub content_type: Option<String>,
+    /// Timeout per request: seconds, or a duration like 500ms; 0 means none
+    #[arg(short = 't', default_value = "20")]
+    pub timeout: String,
+    /// Basic authentication, user:password
+    #[arg(short = 'a')]
+    pub basic_auth: Option<String>,
+    /// Open a new connection for every request
+    #[arg(long)]
+    pub disable_keepalive: bool,
+    /// Do not ask for compressed responses
+    #[arg(long)]
+    pub disable_compression: bool,
+    /// Output format: "json" prints the summary as JSON instead of hey's text layout
+    #[arg(short = 'o')]
+    pub output: Option<String>,
+    /// Worker threads (default: one per CPU this process may use)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print the plan this command compiles to, as JSON, and exit
+    #[arg(long)]
+    pub print_plan: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    Text,
+    Json,
+}
+
+impl QuickArgs {
+    pub fn output_format(&self) -> anyhow::Result<OutputFormat> {
+        match self.output.as_deref() {
+            None => Ok(OutputFormat::Text),
+            Some("json") => Ok(OutputFormat::Json),
+            Some(other) => Err(usage(format!(
+                "-o: unknown output format `{other}` (use json)"
+            ))),
+        }
+    }
+}
+
+/// A duration flag: `10s`-style, or a bare number of `bare_unit`s when given.
+pub fn parse_duration_flag(
+    flag: &str,
+    value: &str,
+    bare_is_seconds: bool,
+) -> anyhow::Result<Duration> {
+    if bare_is_seconds {
+        if let Ok(seconds) = value.trim().parse::<f64>() {
+            return if seconds.is_finite() && seconds >= 0.0 {
+                Ok(Duration::from_secs_f64(seconds))
+            } else {
+                Err(usage(format!(
+                    "{flag}: `{value}` must be a non-negative number of seconds"
+                )))
+            };
+        }
+    }
+    parse_duration(value).map_err(|e| usage(format!("{flag}: {e}")))
+}
+
+fn positive(flag: &str, what: &str, value: i64) -> anyhow::Result<u64> {
+    if value < 1 {
+        return Err(usage(format!(
+            "{flag}: {what} must be at least 1, got {value}"
+        )));
+    }
+    Ok(value as u64)
+}
+
+fn parse_header(raw: &str) -> anyhow::Result<Header> {
+    let Some((name, value)) = raw.split_once(':') else {
+        return Err(usage(format!(
+            "-H: `{raw}` is not a header (expected \"Name: value\")"
+        )));
+    };
+    let name = name.trim();
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return Err(usage(format!("-H: `{raw}` has no valid header name")));
+    }
+    Ok(Header {
+        name: name.to_string(),
+        value: value.trim().to_string(),
+    })
+}
+
+/// Compiles the flags into a plan. Pure: reads the body file, touches nothing else.
+pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
+    let (target, path) = Target::split_url(&args.url).map_err(|e| usage(e.to_string()))?;
+    let concurrency = positive("-c", "concurrency", args.concurrency)?;
+    let duration = args
+        .duration
+        .as_deref()
+        .map(|z| parse_duration_flag("-z", z, false))
+        .transpose()?;
+    if duration.is_some_and(|d| d.is_zero()) {
+        return Err(usage("-z: the duration must be greater than zero"));
+    }
+    let requests = positive("-n", "the number of requests", args.requests)?;
+    if duration.is_none() && requests < concurrency {
+        return Err(usage(format!(
+            "-n ({requests}) cannot be less than -c ({concurrency}): every connection needs a request"
+        )));
+    }
+    let method = Method::parse(&args.method)
+        .ok_or_else(|| usage(format!("-m: unknown method `{}`", args.method)))?;
+    let timeout = match parse_duration_flag("-t", &args.timeout, true)? {
+        d if d.is_zero() => NO_TIMEOUT,
+        d => d,
+    };
+    let mut headers = Vec::new();
+    if let Some(auth) = &args.basic_auth {
+        if !auth.contains(':') {
+            return Err(usage("-a: expected user:password"));
+        }
+        let encoded = base64::engine::general_purpose::STANDARD.encode(auth);
+        headers.push(Header {
+            name: "Authorization".into(),
+            value: format!("Basic {encoded}"),
+        });
+    }
+    let body = match (&args.body, &args.body_file) {
+        (Some(text), _) => Some(text.clone().into_bytes()),
+        (None, Some(path)) => Some(
+            std::fs::read(path)
+                .map_err(|e| usage(format!("-D: cannot read `{}`: {e}", path.display())))?,
+        ),
+        (None, None) => None,
+    };
+    let content_type = args
+        .content_type
+        .clone()
+        .or_else(|| body.as_ref().map(|_| "text/html".into()));
+    if let Some(content_type) = content_type {
+        headers.push(Header {
+            name: "Content-Type".into(),
+            value: content_type,
+        });
+    }
+    for raw in &args.headers {
+        headers.push(parse_header(raw)?);
+    }
+    let iterations = duration.is_none().then_some(requests);
+    let workload = match args.rate {
+        Some(rate) if !(rate.is_finite() && rate > 0.0) => {
+            return Err(usage(format!(
+                "-q: the rate must be a positive number, got {rate}"
+            )))
+        }
+        Some(rate) => Workload::ArrivalRate(ArrivalRate {
+            rate_per_second: rate,
+            vus: concurrency,
+            duration,
+            iterations,
+        }),
+        None => Workload::ClosedVus(ClosedVus {
+            vus: concurrency,
+            duration,
+            iterations,
+        }),
+    };
+    if args.threads == Some(0) {
+        return Err(usage("--threads must be at least 1"));
+    }
+    let plan = Plan {
+        format_version: PLAN_FORMAT_VERSION,
+        name: "quick".into(),
+        options: TestOptions {
+            request_timeout: timeout,
+            keep_alive: !args.disable_keepalive,
+            compression: !args.disable_compression,
+            headers: Vec::new(),
+            threads: args.threads,
+        },
+        workload,
+        tags: vec![format!("{} {}", method.as_str(), path)],
+        sessions: vec![Session {
+            name: "quick".into(),
+            weight: 1,
+            steps: vec![Step::Request(RequestStep {
+                method,
+                path,
+                tag: 0,
+                headers,
+                body,
+            })],
+        }],
+        target,
+    };
+    plan.validate().map_err(|e| usage(e.to_string()))?;
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        quick: QuickArgs,
+    }
+
+    fn plan(args: &[&str]) -> anyhow::Result<Plan> {
+        let mut argv = vec!["quick"];
+        argv.extend_from_slice(args);
+        quick_plan(&Wrapper::try_parse_from(argv)?.quick)
+    }
+
+    fn usage_message(args: &[&str]) -> String {
+        let error = plan(args).unwrap_err();
+        assert!(
+            error.downcast_ref::<crate::usage::UsageError>().is_some(),
+            "{error}"
+        );
+        error.to_string()
+    }
+
+    #[test]
+    fn hey_defaults_compile_to_a_closed_plan() {
+        let p = plan(&["http://127.0.0.1:8080/health?x=1"]).unwrap();
+        assert_eq!(
+            p.workload,
+            Workload::ClosedVus(ClosedVus {
+                vus: 50,
+                duration: None,
+                iterations: Some(200)
+            })
+        );
+        let Step::Request(r) = &p.sessions[0].steps[0];
+        assert_eq!((r.method, r.path.as_str()), (Method::Get, "/health?x=1"));
+        assert_eq!(p.tags, vec!["GET /health?x=1".to_string()]);
+        assert_eq!(p.options.request_timeout, Duration::from_secs(20));
+    }
+
+    #[test]
+    fn rate_and_duration_make_a_paced_plan() {
+        let p = plan(&["-q", "2000", "-z", "5s", "-c", "10", "http://127.0.0.1:1/"]).unwrap();
+        assert_eq!(
+            p.workload,
+            Workload::ArrivalRate(ArrivalRate {
+                rate_per_second: 2000.0,
+                vus: 10,
+                duration: Some(Duration::from_secs(5)),
+                iterations: None
+            })
+        );
+    }
+
+    #[test]
+    fn headers_body_auth_and_flags_land_in_the_plan() {
+        let p = plan(&[
+            "-m",
+            "post",
+            "-d",
+            "hi",
+            "-T",
+            "application/json",
+            "-a",
+            "u:p",
+            "-H",
+            "X-A: 1",
+            "--disable-keepalive",
+            "--disable-compression",
+            "-t",
+            "500ms",
+            "http://h:1/p",
+        ])
+        .unwrap();
+        let Step::Request(r) = &p.sessions[0].steps[0];
+        assert_eq!(r.method, Method::Post);
+        assert_eq!(r.body.as_deref(), Some(&b"hi"[..]));
+        let names: Vec<&str> = r.headers.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, vec!["Authorization", "Content-Type", "X-A"]);
+        assert_eq!(r.headers[0].value, "Basic dTpw");
+        assert!(!p.options.keep_alive && !p.options.compression);
+        assert_eq!(p.options.request_timeout, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors_naming_the_flag() {
+        assert!(usage_message(&["-c", "0", "http://h/"]).starts_with("-c:"));
+        assert!(usage_message(&["-n", "-5", "http://h/"]).starts_with("-n:"));
+        assert!(usage_message(&["-z", "10parsecs", "http://h/"]).contains("unknown unit"));
+        assert!(usage_message(&["-z", "10", "http://h/"]).starts_with("-z:"));
+        assert!(usage_message(&["-q", "-3", "http://h/"]).starts_with("-q:"));
+        assert!(
+            usage_message(&["-n", "5", "-c", "10", "http://h/"]).contains("cannot be less than")
+        );
+        assert!(usage_message(&["-H", "novalue", "http://h/"]).starts_with("-H:"));
+        assert!(usage_message(&["-m", "BREW", "http://h/"]).starts_with("-m:"));
+        assert!(usage_message(&["ftp://h/"]).contains("unsupported scheme"));
+        assert!(usage_message(&["not a url"]).contains("not a valid URL"));
+        assert!(usage_message(&["-D", "/no/such/file", "http://h/"]).contains("/no/such/file"));
+    }
+
+    #[test]
+    fn zero_timeout_means_none() {
+        let p = plan(&["-t", "0", "http://h/"]).unwrap();
+        assert_eq!(p.options.request_timeout, NO_TIMEOUT);
+    }
+}

@@ -1,0 +1,64 @@
+//! Paced executor: iterations start on a fixed schedule, whatever the responses do.
+//!
+//! Slot `k` of the run starts at `k / rate` seconds. Worker `i` of `W` owns slots
+//! `i, i+W, i+2W, ...`; its clients take the next free slot when they are idle. A client that
+//! is still busy when its slot comes starts late, and the latency still counts from the slot
+//! time, so a slow target shows up as latency rather than as a silently lower rate.
+
+use super::slot_offset;
+use crate::client::Client;
+use crate::worker::Worker;
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::Instant;
+use tokio::task::JoinSet;
+
+/// This worker's slots of the global arrival schedule.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SlotSchedule {
+    pub first_slot: u64,
+    pub stride: u64,
+    pub rate_per_second: f64,
+    /// Total slots in the whole run, when it is count-bounded.
+    pub limit: Option<u64>,
+}
+
+pub(crate) async fn drive(worker: Rc<Worker>, vus: u64, schedule: SlotSchedule) {
+    let next_slot = Rc::new(Cell::new(schedule.first_slot));
+    let schedule = Rc::new(schedule);
+    let mut clients = JoinSet::new();
+    for _ in 0..vus {
+        let (worker, next_slot, schedule) = (
+            Rc::clone(&worker),
+            Rc::clone(&next_slot),
+            Rc::clone(&schedule),
+        );
+        clients.spawn_local(async move { paced_client(&worker, &next_slot, &schedule).await });
+    }
+    while clients.join_next().await.is_some() {}
+}
+
+async fn paced_client(worker: &Worker, next_slot: &Cell<u64>, schedule: &SlotSchedule) {
+    let mut client = Client::default();
+    worker.client_started();
+    loop {
+        let slot = next_slot.get();
+        if schedule.limit.is_some_and(|limit| slot >= limit) {
+            break;
+        }
+        let intended = worker.run_start + slot_offset(slot, schedule.rate_per_second);
+        if !worker.running_at(intended) {
+            break;
+        }
+        next_slot.set(slot + schedule.stride);
+        if intended > Instant::now() {
+            tokio::time::sleep_until(intended.into()).await;
+            if worker.control.stop.is_stopped() {
+                break;
+            }
+        }
+        let session = worker.plan.pick_session(&mut *worker.rng.borrow_mut());
+        client.run_iteration(worker, session, intended).await;
+    }
+    worker.client_finished();
+}

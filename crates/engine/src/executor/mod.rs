@@ -1,0 +1,168 @@
+//! Executors: one file per workload model, all driven by the scheduling core in `scheduler.rs`.
+//!
+//! The core splits a workload into per-worker [`Assignment`]s up front (VUs, iteration
+//! budgets, arrival slots), so workers never coordinate while the run goes on.
+
+mod arrival_rate;
+mod closed;
+
+use crate::worker::Worker;
+use barrage_plan::Workload;
+use std::rc::Rc;
+use std::time::Duration;
+
+pub(crate) use arrival_rate::SlotSchedule;
+
+/// One worker's share of the workload.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Assignment {
+    /// `vus` clients loop over iterations; the budget (if any) lives on the worker.
+    Closed { vus: u64 },
+    /// `vus` clients serve this worker's slots of the global arrival schedule.
+    ArrivalRate { vus: u64, schedule: SlotSchedule },
+}
+
+/// A worker's share: what it runs and how many iterations it may start (count-bounded runs).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Share {
+    pub assignment: Assignment,
+    pub iterations: Option<u64>,
+}
+
+/// Splits `n` into `parts` near-equal whole shares (the first ones get the remainder).
+fn split_evenly(n: u64, parts: usize) -> Vec<u64> {
+    let parts_u64 = parts as u64;
+    (0..parts_u64)
+        .map(|i| n / parts_u64 + u64::from(i < n % parts_u64))
+        .collect()
+}
+
+/// Splits `n` in proportion to `weights` exactly (largest remainders get the leftovers).
+fn split_proportionally(n: u64, weights: &[u64]) -> Vec<u64> {
+    let total: u64 = weights.iter().sum::<u64>().max(1);
+    let mut shares: Vec<u64> = weights
+        .iter()
+        .map(|&w| (u128::from(n) * u128::from(w) / u128::from(total)) as u64)
+        .collect();
+    let mut left = n - shares.iter().sum::<u64>();
+    let (mut i, parts) = (0, shares.len());
+    while left > 0 {
+        shares[i % parts] += 1;
+        left -= 1;
+        i += 1;
+    }
+    shares
+}
+
+/// Splits the workload over at most `threads` workers (never more workers than VUs).
+pub(crate) fn assign(workload: &Workload, threads: usize) -> Vec<Share> {
+    let vus = workload.vus();
+    let workers = (threads.max(1) as u64).min(vus.max(1)) as usize;
+    let vus_per_worker = split_evenly(vus, workers);
+    match workload {
+        Workload::ClosedVus(closed) => {
+            let budgets = closed
+                .iterations
+                .filter(|_| closed.duration.is_none())
+                .map(|n| split_proportionally(n, &vus_per_worker));
+            vus_per_worker
+                .iter()
+                .enumerate()
+                .map(|(i, &vus)| Share {
+                    assignment: Assignment::Closed { vus },
+                    iterations: budgets.as_ref().map(|b| b[i]),
+                })
+                .collect()
+        }
+        Workload::ArrivalRate(rate) => {
+            let limit = rate.iterations.filter(|_| rate.duration.is_none());
+            vus_per_worker
+                .iter()
+                .enumerate()
+                .map(|(i, &vus)| Share {
+                    assignment: Assignment::ArrivalRate {
+                        vus,
+                        schedule: SlotSchedule {
+                            first_slot: i as u64,
+                            stride: workers as u64,
+                            rate_per_second: rate.rate_per_second,
+                            limit,
+                        },
+                    },
+                    iterations: None,
+                })
+                .collect()
+        }
+    }
+}
+
+/// Runs one worker's share to its end (budget spent, deadline reached or stop requested
+/// between iterations). The core cancels whatever is still running at the deadline.
+pub(crate) async fn drive(worker: Rc<Worker>, assignment: Assignment) {
+    match assignment {
+        Assignment::Closed { vus } => closed::drive(worker, vus).await,
+        Assignment::ArrivalRate { vus, schedule } => {
+            arrival_rate::drive(worker, vus, schedule).await
+        }
+    }
+}
+
+/// The planned start of slot `k` of a schedule at `rate_per_second`, from the run start.
+pub(crate) fn slot_offset(k: u64, rate_per_second: f64) -> Duration {
+    Duration::from_secs_f64(k as f64 / rate_per_second)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use barrage_plan::{ArrivalRate, ClosedVus};
+
+    #[test]
+    fn splits_are_exact() {
+        assert_eq!(split_evenly(10, 3), vec![4, 3, 3]);
+        assert_eq!(split_proportionally(10, &[2, 1]), vec![7, 3]);
+        assert_eq!(split_proportionally(7, &[1, 1, 1]).iter().sum::<u64>(), 7);
+    }
+
+    #[test]
+    fn closed_budget_follows_vus_and_never_more_workers_than_vus() {
+        let w = Workload::ClosedVus(ClosedVus {
+            vus: 3,
+            duration: None,
+            iterations: Some(100),
+        });
+        let shares = assign(&w, 2);
+        assert_eq!(shares.len(), 2);
+        assert_eq!(shares[0].assignment, Assignment::Closed { vus: 2 });
+        assert_eq!(
+            shares.iter().map(|s| s.iterations.unwrap()).sum::<u64>(),
+            100
+        );
+        let w = Workload::ClosedVus(ClosedVus {
+            vus: 1,
+            duration: None,
+            iterations: Some(5),
+        });
+        assert_eq!(assign(&w, 8).len(), 1);
+    }
+
+    #[test]
+    fn arrival_slots_interleave_across_workers() {
+        let w = Workload::ArrivalRate(ArrivalRate {
+            rate_per_second: 100.0,
+            vus: 4,
+            duration: None,
+            iterations: Some(9),
+        });
+        let shares = assign(&w, 2);
+        let slots: Vec<(u64, u64)> = shares
+            .iter()
+            .map(|s| match &s.assignment {
+                Assignment::ArrivalRate { schedule, .. } => (schedule.first_slot, schedule.stride),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(slots, vec![(0, 2), (1, 2)]);
+        assert_eq!(slot_offset(50, 100.0), Duration::from_millis(500));
+    }
+}

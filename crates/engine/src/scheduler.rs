@@ -1,0 +1,139 @@
+//! The scheduling core: worker threads with single-threaded runtimes, the run's clock and
+//! deadline, cancellation, and the exact merge of every worker's metrics at the end.
+
+use crate::compile::CompiledPlan;
+use crate::control::{RunControl, MAX_WORKERS};
+use crate::executor::{self, Assignment};
+use crate::worker::{Worker, WorkerInit};
+use barrage_http::RequestError;
+use barrage_metrics::RunMetrics;
+use barrage_plan::{Plan, PlanError};
+use rand::SeedableRng;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("invalid plan: {0}")]
+    Plan(#[from] PlanError),
+    #[error("invalid request: {0}")]
+    Request(#[from] RequestError),
+    #[error("could not start worker threads: {0}")]
+    Runtime(#[from] std::io::Error),
+    #[error("a worker thread panicked")]
+    WorkerPanicked,
+}
+
+/// What a finished run hands back.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub metrics: RunMetrics,
+    /// From the first request's planned start to the last worker's end.
+    pub elapsed: Duration,
+    pub started_at: SystemTime,
+    /// True when a stop request (Ctrl-C) ended the run before its plan did.
+    pub interrupted: bool,
+    pub threads: usize,
+}
+
+/// Worker threads to use: the plan's setting, or one per CPU this process may run on (so
+/// `taskset -c 0 barrage ...` gives one worker).
+fn worker_threads(plan: &Plan) -> usize {
+    plan.options
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, MAX_WORKERS)
+}
+
+/// Runs `plan` to its end and returns the merged metrics. Blocks the calling thread; steer
+/// and watch the run through `control` from another thread.
+pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError> {
+    plan.validate()?;
+    let compiled = Arc::new(CompiledPlan::compile(plan)?);
+    let addrs = Arc::new(
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(barrage_http::resolve(&plan.target.host, plan.target.port)),
+    );
+    let shares = executor::assign(&plan.workload, worker_threads(plan));
+    let threads = shares.len();
+    let started_at = SystemTime::now();
+    let run_start = Instant::now();
+    let deadline = plan.workload.duration().map(|d| run_start + d);
+
+    let mut handles = Vec::with_capacity(threads);
+    for (index, share) in shares.into_iter().enumerate() {
+        let init = WorkerInit {
+            index,
+            plan: Arc::clone(&compiled),
+            addrs: Arc::clone(&addrs),
+            timeout: plan.options.request_timeout,
+            keep_alive: plan.options.keep_alive,
+            run_start,
+            deadline,
+            control: control.clone(),
+            iterations: share.iterations,
+            rng: rand::rngs::SmallRng::seed_from_u64(0x6261_7272_6167_6500 ^ index as u64),
+        };
+        let assignment = share.assignment;
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("barrage-worker-{index}"))
+                .spawn(move || run_worker(init, assignment))?,
+        );
+    }
+    let mut metrics = RunMetrics::new(compiled.tag_count);
+    let mut failure = None;
+    for handle in handles {
+        match handle.join() {
+            Ok(Ok(worker_metrics)) => metrics.merge(&worker_metrics),
+            Ok(Err(e)) => failure = Some(EngineError::Runtime(e)),
+            Err(_) => failure = Some(EngineError::WorkerPanicked),
+        }
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let ended = Instant::now();
+    let elapsed = deadline.map_or(ended, |d| ended.min(d)) - run_start;
+    Ok(RunOutcome {
+        metrics,
+        elapsed,
+        started_at,
+        interrupted: control.stop.is_stopped(),
+        threads,
+    })
+}
+
+/// One worker thread: a current-thread runtime and a `LocalSet`, so clients share the
+/// worker's state through `Rc`/`RefCell` instead of atomics and locks.
+fn run_worker(init: WorkerInit, assignment: Assignment) -> std::io::Result<RunMetrics> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let local = tokio::task::LocalSet::new();
+    let deadline = init.deadline;
+    let stop = Arc::clone(&init.control.stop);
+    let worker = Rc::new(Worker::new(init));
+    let driven = Rc::clone(&worker);
+    local.block_on(&runtime, async move {
+        let until_deadline = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = executor::drive(driven, assignment) => {}
+            _ = stop.wait() => {}
+            _ = until_deadline => {}
+        }
+    });
+    // Dropping the set cancels clients still in flight at the deadline or stop; what they
+    // had not finished is not counted.
+    drop(local);
+    let metrics = worker.metrics.take();
+    Ok(metrics)
+}

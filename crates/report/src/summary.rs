@@ -1,0 +1,226 @@
+//! The summary model: figures derived from merged metrics, serialisable as the JSON output.
+
+use barrage_metrics::{LatencyHistogram, LatencyStats, RunMetrics, SecondBucket, TagMetrics};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Facts about the run that the metrics do not carry.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    pub name: String,
+    pub target: String,
+    pub started_at: SystemTime,
+    pub elapsed: Duration,
+    pub interrupted: bool,
+    pub threads: usize,
+    pub tags: Vec<String>,
+}
+
+/// Average, fastest and slowest of one request phase, in seconds.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PhaseSummary {
+    pub count: u64,
+    pub average_s: f64,
+    pub fastest_s: f64,
+    pub slowest_s: f64,
+}
+
+impl PhaseSummary {
+    fn of(histogram: &LatencyHistogram) -> Self {
+        Self {
+            count: histogram.count(),
+            average_s: histogram.mean_micros() / 1e6,
+            fastest_s: histogram.min_micros() as f64 / 1e6,
+            slowest_s: histogram.max_micros() as f64 / 1e6,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HistogramBucket {
+    pub upper_s: f64,
+    pub count: u64,
+}
+
+/// Per-tag figures.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TagSummary {
+    pub tag: String,
+    pub requests: u64,
+    pub responses: u64,
+    pub errors: u64,
+    pub latency: LatencyStats,
+}
+
+/// Everything a report shows. Field names are the JSON output's, so they are stable API.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    pub name: String,
+    pub target: String,
+    /// Seconds since the Unix epoch when the run started.
+    pub started_at_unix_s: f64,
+    pub total_s: f64,
+    pub interrupted: bool,
+    pub threads: usize,
+    /// Requests that ended: responses plus errors.
+    pub requests: u64,
+    /// Requests answered with an HTTP response (any status).
+    pub responses: u64,
+    pub errors: u64,
+    /// Responses per second over the run.
+    pub requests_per_second: f64,
+    pub iterations: u64,
+    pub connections_opened: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Body bytes of all responses ("Total data").
+    pub total_data_bytes: u64,
+    pub size_per_request_bytes: u64,
+    /// Latency from each request's intended start to its last response byte.
+    pub latency: LatencyStats,
+    pub histogram: Vec<HistogramBucket>,
+    pub details: BTreeMap<&'static str, PhaseSummary>,
+    /// Status code → responses.
+    pub status_codes: BTreeMap<u16, u64>,
+    /// Error kind → count.
+    pub errors_by_kind: BTreeMap<String, u64>,
+    pub tags: Vec<TagSummary>,
+    pub per_second: Vec<SecondBucket>,
+}
+
+fn tag_summary(name: &str, tag: &TagMetrics) -> TagSummary {
+    TagSummary {
+        tag: name.to_string(),
+        requests: tag.requests(),
+        responses: tag.responses(),
+        errors: tag.error_count(),
+        latency: tag.latency.stats(),
+    }
+}
+
+impl Summary {
+    pub fn new(info: &RunInfo, metrics: &RunMetrics) -> Self {
+        let total = metrics.total();
+        let total_s = info.elapsed.as_secs_f64();
+        let responses = total.responses();
+        let details = BTreeMap::from([
+            ("connect", PhaseSummary::of(&total.connect)),
+            ("write", PhaseSummary::of(&total.write)),
+            ("wait", PhaseSummary::of(&total.wait)),
+            ("read", PhaseSummary::of(&total.read)),
+        ]);
+        Summary {
+            name: info.name.clone(),
+            target: info.target.clone(),
+            started_at_unix_s: info
+                .started_at
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            total_s,
+            interrupted: info.interrupted,
+            threads: info.threads,
+            requests: total.requests(),
+            responses,
+            errors: total.error_count(),
+            requests_per_second: if total_s > 0.0 {
+                responses as f64 / total_s
+            } else {
+                0.0
+            },
+            iterations: metrics.iterations,
+            connections_opened: metrics.connections_opened,
+            bytes_sent: total.bytes_sent,
+            bytes_received: total.bytes_received,
+            total_data_bytes: total.body_bytes,
+            size_per_request_bytes: total.body_bytes.checked_div(responses).unwrap_or(0),
+            latency: total.latency.stats(),
+            histogram: total
+                .latency
+                .linear_buckets(10)
+                .into_iter()
+                .map(|(upper, count)| HistogramBucket {
+                    upper_s: upper as f64 / 1e6,
+                    count,
+                })
+                .collect(),
+            details,
+            status_codes: total.status.iter().collect(),
+            errors_by_kind: total
+                .errors_by_kind()
+                .map(|(kind, n)| (kind.name().to_string(), n))
+                .collect(),
+            tags: metrics
+                .tags
+                .iter()
+                .enumerate()
+                .map(|(i, tag)| {
+                    let name = info.tags.get(i).map_or("?", String::as_str);
+                    tag_summary(name, tag)
+                })
+                .collect(),
+            per_second: metrics.series.seconds.clone(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("summary serialises")
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord};
+
+    pub(crate) fn sample() -> (RunInfo, RunMetrics) {
+        let mut metrics = RunMetrics::new(1);
+        for i in 0..100u64 {
+            metrics.record_response(&ResponseRecord {
+                tag: 0,
+                second: i / 50,
+                latency: Duration::from_micros(1000 + i * 10),
+                phases: PhaseTimings {
+                    connect: (i == 0).then_some(Duration::from_micros(200)),
+                    write: Duration::from_micros(5),
+                    wait: Duration::from_micros(900),
+                    read: Duration::from_micros(3),
+                },
+                status: if i < 90 { 200 } else { 503 },
+                bytes_sent: 50,
+                bytes_received: 120,
+                body_bytes: 20,
+            });
+        }
+        metrics.record_error(0, 1, ErrorKind::Timeout, 50);
+        metrics.iterations = 101;
+        metrics.connections_opened = 1;
+        let info = RunInfo {
+            name: "quick".into(),
+            target: "http://127.0.0.1:1/".into(),
+            started_at: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+            elapsed: Duration::from_secs(2),
+            interrupted: false,
+            threads: 1,
+            tags: vec!["GET /".into()],
+        };
+        (info, metrics)
+    }
+
+    #[test]
+    fn summary_derives_headline_figures() {
+        let (info, metrics) = sample();
+        let s = Summary::new(&info, &metrics);
+        assert_eq!((s.requests, s.responses, s.errors), (101, 100, 1));
+        assert!((s.requests_per_second - 50.0).abs() < 1e-9);
+        assert_eq!(s.status_codes, BTreeMap::from([(200, 90), (503, 10)]));
+        assert_eq!(s.errors_by_kind.get("timeout"), Some(&1));
+        assert_eq!((s.total_data_bytes, s.size_per_request_bytes), (2000, 20));
+        assert_eq!(s.details["connect"].count, 1);
+        assert_eq!(s.histogram.iter().map(|b| b.count).sum::<u64>(), 100);
+        assert_eq!(s.per_second.len(), 2);
+        let json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+        assert_eq!(json["status_codes"]["503"], 10);
+        assert_eq!(json["latency"]["count"], 100);
+    }
+}
