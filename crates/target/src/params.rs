@@ -10,6 +10,9 @@
 //! | `stall`        | ms, 0..=600000             | pause on every `stall_every`-th stalled request         |
 //! | `stall_every`  | n >= 1 (default 1)         | period of `stall`, counted server-wide                  |
 //!
+//! `stall_every` counts, server-wide, only the requests that carry `stall`. A 1xx
+//! `status` has the limits described in [`crate::routes`].
+//!
 //! Other parameters are ignored here (endpoints read their own, e.g. `channel`, `token`).
 //! Repeated parameters: the last one wins.
 

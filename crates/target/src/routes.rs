@@ -6,6 +6,8 @@
 //! - `/ping?token=<t>` → 200 `{"ok":true}` for an issued token, else 401 `{"ok":false}`
 //! - `/delay/<ms>` → sleeps, then 200 `{"delay_ms":ms}`
 //! - `/status/<code>` → that code (100..=599), body `{"status":code}`
+//!   (hyper cannot send a 1xx code as a final HTTP/1 response: 101 is sent and the
+//!   connection closed, other 1xx become a bodiless 500; over h2c they reset the stream)
 //! - `/bytes/<n>` → `n` bytes (repeating base64 alphabet), at most 100 MB
 //! - `/echo` → the request as JSON (see [`crate::echo`])
 //! - anything else → 404 `{"error":"not found","path":...}`
@@ -82,7 +84,7 @@ pub(crate) async fn handle(
     }
     if let Some(stall) = params.stall {
         let seen = state.stall_counter.fetch_add(1, Ordering::Relaxed) + 1;
-        if seen % stall.every == 0 {
+        if seen.checked_rem(stall.every) == Some(0) {
             tokio::time::sleep(stall.pause).await;
         }
     }
