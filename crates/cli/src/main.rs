@@ -22,7 +22,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Load one URL, hey-style (flags as hey users know them)
-    Quick(QuickArgs),
+    Quick(Box<QuickArgs>),
     /// Run the bundled test server
     Target(TargetArgs),
     /// Start the bundled target on a free port, load it briefly, print the summary
@@ -58,9 +58,15 @@ fn main() {
             std::process::exit(exit::OK);
         }
         Err(e) => {
+            // clap's message runs until the first blank line (a list of missing arguments
+            // follows its first line); fold that into one line.
             let rendered = e.to_string();
-            let first = rendered.lines().next().unwrap_or("invalid arguments");
-            eprintln!("{first} (see barrage --help)");
+            let message: Vec<&str> = rendered
+                .lines()
+                .take_while(|line| !line.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            eprintln!("{} (see barrage --help)", message.join(" "));
             std::process::exit(exit::USAGE);
         }
     };

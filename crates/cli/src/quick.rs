@@ -26,7 +26,7 @@ pub struct QuickArgs {
     #[arg(short = 'c', default_value_t = DEFAULT_CONCURRENCY, allow_negative_numbers = true)]
     pub concurrency: i64,
     /// Duration of the run, e.g. 10s, 2m (wins over -n)
-    #[arg(short = 'z')]
+    #[arg(short = 'z', allow_hyphen_values = true)]
     pub duration: Option<String>,
     /// Rate limit for the whole run in requests per second (open loop: requests are scheduled
     /// independently of responses; latency counts from each request's scheduled time)
@@ -48,7 +48,7 @@ pub struct QuickArgs {
     #[arg(short = 'T')]
     pub content_type: Option<String>,
     /// Timeout per request: seconds, or a duration like 500ms; 0 means none
-    #[arg(short = 't', default_value = "20")]
+    #[arg(short = 't', default_value = "20", allow_hyphen_values = true)]
     pub timeout: String,
     /// Basic authentication, user:password
     #[arg(short = 'a')]
@@ -123,14 +123,14 @@ fn parse_header(raw: &str) -> anyhow::Result<Header> {
             "-H: `{raw}` is not a header (expected \"Name: value\")"
         )));
     };
-    let name = name.trim();
-    if name.is_empty() || name.contains(char::is_whitespace) {
-        return Err(usage(format!("-H: `{raw}` has no valid header name")));
-    }
-    Ok(Header {
-        name: name.to_string(),
+    let header = Header {
+        name: name.trim().to_string(),
         value: value.trim().to_string(),
-    })
+    };
+    match header.problem() {
+        Some(problem) => Err(usage(format!("-H: {problem}"))),
+        None => Ok(header),
+    }
 }
 
 /// Compiles the flags into a plan. Pure: reads the body file, touches nothing else.
@@ -338,6 +338,10 @@ mod tests {
             usage_message(&["-n", "5", "-c", "10", "http://h/"]).contains("cannot be less than")
         );
         assert!(usage_message(&["-H", "novalue", "http://h/"]).starts_with("-H:"));
+        assert!(usage_message(&["-H", "X(A): 1", "http://h/"]).starts_with("-H:"));
+        assert!(usage_message(&["-H", "X-A: a\r\nX-B: b", "http://h/"]).starts_with("-H:"));
+        assert!(usage_message(&["-z", "-1s", "http://h/"]).starts_with("-z:"));
+        assert!(usage_message(&["-t", "-1", "http://h/"]).starts_with("-t:"));
         assert!(usage_message(&["-m", "BREW", "http://h/"]).starts_with("-m:"));
         assert!(usage_message(&["ftp://h/"]).contains("unsupported scheme"));
         assert!(usage_message(&["not a url"]).contains("not a valid URL"));

@@ -2,7 +2,7 @@
 //! Ctrl-C handling (first: stop and report what was done; second: exit at once).
 
 use crate::usage::exit;
-use barrage_engine::{LiveSnapshot, RunControl, RunOutcome};
+use barrage_engine::{LiveSnapshot, RunControl};
 use barrage_plan::Plan;
 use barrage_report::{RunInfo, Summary};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -11,9 +11,8 @@ use std::time::{Duration, Instant};
 
 const PROGRESS_TICK: Duration = Duration::from_millis(250);
 
-/// A finished run and the summary built from it.
+/// A finished run, summarised.
 pub struct Finished {
-    pub outcome: RunOutcome,
     pub summary: Summary,
 }
 
@@ -83,7 +82,7 @@ pub fn execute(plan: &Plan, show_progress: bool) -> anyhow::Result<Finished> {
         tags: plan.tags.clone(),
     };
     let summary = Summary::new(&info, &outcome.metrics);
-    Ok(Finished { outcome, summary })
+    Ok(Finished { summary })
 }
 
 /// The live progress line: elapsed (of planned), requests, current rate, errors, clients.

@@ -29,6 +29,7 @@ impl Client {
         session: &CompiledSession,
         intended_start: Instant,
     ) {
+        worker.session_started();
         let mut intended = intended_start;
         for step in &session.steps {
             match step {
@@ -36,7 +37,7 @@ impl Client {
             }
             intended = Instant::now();
         }
-        worker.iteration_done();
+        worker.session_completed();
     }
 
     async fn request(&mut self, worker: &Worker, request: &CompiledRequest, intended: Instant) {

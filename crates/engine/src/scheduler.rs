@@ -13,16 +13,36 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+/// Why a run could not start or finish. The messages include their cause, so the variants
+/// deliberately carry no `#[source]` (a chain printer would repeat it).
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error("invalid plan: {0}")]
-    Plan(#[from] PlanError),
+    Plan(PlanError),
     #[error("invalid request: {0}")]
-    Request(#[from] RequestError),
+    Request(RequestError),
     #[error("could not start worker threads: {0}")]
-    Runtime(#[from] std::io::Error),
+    Runtime(std::io::Error),
     #[error("a worker thread panicked")]
     WorkerPanicked,
+}
+
+impl From<PlanError> for EngineError {
+    fn from(e: PlanError) -> Self {
+        EngineError::Plan(e)
+    }
+}
+
+impl From<RequestError> for EngineError {
+    fn from(e: RequestError) -> Self {
+        EngineError::Request(e)
+    }
+}
+
+impl From<std::io::Error> for EngineError {
+    fn from(e: std::io::Error) -> Self {
+        EngineError::Runtime(e)
+    }
 }
 
 /// What a finished run hands back.
@@ -61,7 +81,7 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
     let threads = shares.len();
     let started_at = SystemTime::now();
     let run_start = Instant::now();
-    let deadline = plan.workload.duration().map(|d| run_start + d);
+    let deadline = plan.workload.hard_stop().map(|d| run_start + d);
 
     let mut handles = Vec::with_capacity(threads);
     for (index, share) in shares.into_iter().enumerate() {
@@ -131,9 +151,10 @@ fn run_worker(init: WorkerInit, assignment: Assignment) -> std::io::Result<RunMe
             _ = until_deadline => {}
         }
     });
-    // Dropping the set cancels clients still in flight at the deadline or stop; what they
-    // had not finished is not counted.
+    // Dropping the set cancels clients still in flight at the deadline or stop: their
+    // unfinished requests are not counted, their sessions count as interrupted.
     drop(local);
-    let metrics = worker.metrics.take();
+    let mut metrics = worker.metrics.take();
+    metrics.sessions.interrupted += worker.active_clients();
     Ok(metrics)
 }

@@ -8,6 +8,7 @@ use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::Notify;
 
 /// Per-thread state; clients hold it through an `Rc` and never cross threads, so plain
 /// `Cell`/`RefCell` suffice where a shared design would need locks.
@@ -26,6 +27,7 @@ pub(crate) struct Worker {
     pub metrics: RefCell<RunMetrics>,
     pub rng: RefCell<SmallRng>,
     active_clients: Cell<u64>,
+    idle: Notify,
 }
 
 pub(crate) struct WorkerInit {
@@ -57,6 +59,7 @@ impl Worker {
             metrics: RefCell::new(metrics),
             rng: RefCell::new(init.rng),
             active_clients: Cell::new(0),
+            idle: Notify::new(),
         }
     }
 
@@ -102,8 +105,34 @@ impl Worker {
         self.live().add_error();
     }
 
-    pub(crate) fn iteration_done(&self) {
-        self.metrics.borrow_mut().iterations += 1;
+    pub(crate) fn session_started(&self) {
+        self.metrics.borrow_mut().sessions.started += 1;
+    }
+
+    pub(crate) fn session_completed(&self) {
+        self.metrics.borrow_mut().sessions.completed += 1;
+    }
+
+    pub(crate) fn session_dropped(&self) {
+        self.metrics.borrow_mut().sessions.dropped += 1;
+    }
+
+    /// Clients running a session right now on this worker.
+    pub(crate) fn active_clients(&self) -> u64 {
+        self.active_clients.get()
+    }
+
+    /// Resolves once no client is active on this worker.
+    pub(crate) async fn all_clients_finished(&self) {
+        loop {
+            let notified = self.idle.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.active_clients.get() == 0 {
+                return;
+            }
+            notified.await;
+        }
     }
 
     pub(crate) fn connection_opened(&self) {

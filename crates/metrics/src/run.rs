@@ -133,13 +133,33 @@ pub struct ResponseRecord {
     pub body_bytes: u64,
 }
 
+/// What became of sessions (open model) or iterations (closed models).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SessionCounters {
+    pub started: u64,
+    /// Ran to their end.
+    pub completed: u64,
+    /// Still running when the run (or its grace period) ended, and stopped.
+    pub interrupted: u64,
+    /// Arrivals that could not start because the client limit was reached.
+    pub dropped: u64,
+}
+
+impl SessionCounters {
+    pub fn merge(&mut self, other: &SessionCounters) {
+        self.started += other.started;
+        self.completed += other.completed;
+        self.interrupted += other.interrupted;
+        self.dropped += other.dropped;
+    }
+}
+
 /// All metrics of a run (or of one worker's share of it).
 #[derive(Debug, Clone, Default)]
 pub struct RunMetrics {
     pub tags: Vec<TagMetrics>,
     pub series: Series,
-    /// Sessions or iterations that ran to their end.
-    pub iterations: u64,
+    pub sessions: SessionCounters,
     pub connections_opened: u64,
 }
 
@@ -187,7 +207,7 @@ impl RunMetrics {
             mine.merge(theirs);
         }
         self.series.merge(&other.series);
-        self.iterations += other.iterations;
+        self.sessions.merge(&other.sessions);
         self.connections_opened += other.connections_opened;
     }
 
@@ -211,7 +231,9 @@ mod tests {
             second,
             latency: Duration::from_micros(micros),
             phases: PhaseTimings {
-                connect: (micros % 3 == 0).then(|| Duration::from_micros(micros / 3)),
+                connect: micros
+                    .is_multiple_of(3)
+                    .then(|| Duration::from_micros(micros / 3)),
                 write: Duration::from_micros(1),
                 wait: Duration::from_micros(micros / 2),
                 read: Duration::from_micros(2),
@@ -228,11 +250,11 @@ mod tests {
         let mut halves = [RunMetrics::new(2), RunMetrics::new(2)];
         let mut whole = RunMetrics::new(2);
         for i in 0..2000u64 {
-            let status = if i % 10 == 0 { 500 } else { 200 };
+            let status = if i.is_multiple_of(10) { 500 } else { 200 };
             let r = response((i % 2) as usize, i / 500, 100 + i * 13 % 9000, status);
-            halves[(i % 3 == 0) as usize].record_response(&r);
+            halves[usize::from(i.is_multiple_of(3))].record_response(&r);
             whole.record_response(&r);
-            if i % 97 == 0 {
+            if i.is_multiple_of(97) {
                 halves[(i % 2) as usize].record_error(0, i / 500, ErrorKind::Timeout, 40);
                 whole.record_error(0, i / 500, ErrorKind::Timeout, 40);
             }

@@ -10,7 +10,7 @@ mod workload;
 
 pub use duration::{parse_duration, DurationError};
 pub use target::{Scheme, Target, TargetError};
-pub use workload::{ArrivalRate, ClosedVus, Workload, WorkloadError};
+pub use workload::{ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, Workload, WorkloadError};
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -67,6 +67,31 @@ impl Default for TestOptions {
 pub struct Header {
     pub name: String,
     pub value: String,
+}
+
+impl Header {
+    /// Why this header cannot be sent, if it cannot: the name must be an HTTP token and the
+    /// value free of line breaks and control characters (no header injection).
+    pub fn problem(&self) -> Option<String> {
+        let is_token_byte = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        if self.name.is_empty() || !self.name.bytes().all(is_token_byte) {
+            return Some(format!(
+                "header name `{}` is not a valid HTTP token",
+                self.name
+            ));
+        }
+        if !self
+            .value
+            .bytes()
+            .all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+        {
+            return Some(format!(
+                "header `{}` has a line break or control character in its value",
+                self.name
+            ));
+        }
+        None
+    }
 }
 
 /// One kind of session: a named, weighted sequence of steps.
@@ -157,10 +182,16 @@ impl Plan {
                 if !request.path.starts_with('/') {
                     return Err(PlanError::RelativePath(request.path.clone()));
                 }
+                if let Some(problem) = request.headers.iter().find_map(Header::problem) {
+                    return Err(PlanError::BadHeader(problem));
+                }
             }
         }
         if self.sessions.iter().all(|s| s.weight == 0) {
             return Err(PlanError::ZeroWeights);
+        }
+        if let Some(problem) = self.options.headers.iter().find_map(Header::problem) {
+            return Err(PlanError::BadHeader(problem));
         }
         if self.options.request_timeout.is_zero() {
             return Err(PlanError::ZeroTimeout);
@@ -178,6 +209,8 @@ pub enum PlanError {
     EmptySession(String),
     #[error("session `{session}` refers to tag #{tag}, which the plan does not declare")]
     UnknownTag { session: String, tag: usize },
+    #[error("{0}")]
+    BadHeader(String),
     #[error("request path `{0}` must start with `/`")]
     RelativePath(String),
     #[error("every session has weight 0, so none can ever be picked")]
@@ -279,6 +312,25 @@ mod tests {
         assert_eq!(plan.validate(), Ok(()));
         plan.options.request_timeout = Duration::ZERO;
         assert_eq!(plan.validate(), Err(PlanError::ZeroTimeout));
+    }
+
+    #[test]
+    fn validate_rejects_unsendable_headers() {
+        let mut plan = one_request_plan();
+        let Step::Request(r) = &mut plan.sessions[0].steps[0];
+        r.headers.push(Header {
+            name: "X(A)".into(),
+            value: "1".into(),
+        });
+        assert!(matches!(plan.validate(), Err(PlanError::BadHeader(m)) if m.contains("X(A)")));
+        let mut plan = one_request_plan();
+        plan.options.headers.push(Header {
+            name: "X-A".into(),
+            value: "a\r\nX-B: b".into(),
+        });
+        assert!(
+            matches!(plan.validate(), Err(PlanError::BadHeader(m)) if m.contains("line break"))
+        );
     }
 
     #[test]

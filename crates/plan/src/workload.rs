@@ -14,6 +14,56 @@ pub enum Workload {
     /// responses and served by a pool of `vus` clients; latency counts from the scheduled
     /// start, so a slow target cannot hide its slowness by slowing the generator down.
     ArrivalRate(ArrivalRate),
+    /// Open model: new clients arrive as a Poisson process whose rate follows the phases;
+    /// each runs one session to its end on its own connection, independent of the others.
+    OpenArrivals(OpenArrivals),
+}
+
+/// One phase of an open workload: `rate` clients per second for `duration`, ramped linearly
+/// to `ramp_to` by the phase's end when given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArrivalPhase {
+    #[serde(with = "crate::duration_ms")]
+    pub duration: Duration,
+    pub rate: f64,
+    pub ramp_to: Option<f64>,
+}
+
+impl ArrivalPhase {
+    /// The arrival rate `offset` into this phase.
+    pub fn rate_at(&self, offset: Duration) -> f64 {
+        match self.ramp_to {
+            None => self.rate,
+            Some(end) => {
+                let progress = (offset.as_secs_f64() / self.duration.as_secs_f64()).clamp(0.0, 1.0);
+                self.rate + (end - self.rate) * progress
+            }
+        }
+    }
+
+    /// The expected number of arrivals in the whole phase.
+    pub fn expected_arrivals(&self) -> f64 {
+        let end = self.ramp_to.unwrap_or(self.rate);
+        (self.rate + end) / 2.0 * self.duration.as_secs_f64()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpenArrivals {
+    pub phases: Vec<ArrivalPhase>,
+    /// Clients allowed to run at once; arrivals beyond it are counted as dropped.
+    pub max_clients: Option<u64>,
+    /// After the last arrival, how long running sessions may take to finish before they are
+    /// stopped and counted as interrupted.
+    #[serde(with = "crate::duration_ms")]
+    pub grace_period: Duration,
+}
+
+impl OpenArrivals {
+    /// When arrivals stop, from the start of the run.
+    pub fn arrivals_end(&self) -> Duration {
+        self.phases.iter().map(|p| p.duration).sum()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,6 +97,12 @@ pub enum WorkloadError {
     ZeroDuration,
     #[error("the arrival rate must be a positive number, got {0}")]
     BadRate(f64),
+    #[error("arrival phase {phase}: {problem}")]
+    BadPhase { phase: usize, problem: String },
+    #[error("an open workload needs at least one arrival phase")]
+    NoPhases,
+    #[error("max clients must be at least 1")]
+    NoClients,
 }
 
 impl Workload {
@@ -59,6 +115,7 @@ impl Workload {
                 }
                 (a.vus, a.duration, a.iterations)
             }
+            Workload::OpenArrivals(open) => return open.validate(),
         };
         if vus == 0 {
             return Err(WorkloadError::NoVus);
@@ -70,19 +127,30 @@ impl Workload {
         }
     }
 
-    /// Clients that hold a connection at the same time.
-    pub fn vus(&self) -> u64 {
+    /// Clients that run at the same time, when the model fixes it.
+    pub fn vus(&self) -> Option<u64> {
         match self {
-            Workload::ClosedVus(c) => c.vus,
-            Workload::ArrivalRate(a) => a.vus,
+            Workload::ClosedVus(c) => Some(c.vus),
+            Workload::ArrivalRate(a) => Some(a.vus),
+            Workload::OpenArrivals(_) => None,
         }
     }
 
-    /// The planned duration, if the test is time-bounded.
+    /// The planned duration, if the test is time-bounded: for the open model, the arrival
+    /// phases (the grace period may follow).
     pub fn duration(&self) -> Option<Duration> {
         match self {
             Workload::ClosedVus(c) => c.duration,
             Workload::ArrivalRate(a) => a.duration,
+            Workload::OpenArrivals(open) => Some(open.arrivals_end()),
+        }
+    }
+
+    /// When the run is stopped at the latest, cancelling whatever still runs.
+    pub fn hard_stop(&self) -> Option<Duration> {
+        match self {
+            Workload::OpenArrivals(open) => Some(open.arrivals_end() + open.grace_period),
+            other => other.duration(),
         }
     }
 
@@ -93,6 +161,36 @@ impl Workload {
             Workload::ArrivalRate(a) if a.duration.is_none() => a.iterations,
             _ => None,
         }
+    }
+}
+
+impl OpenArrivals {
+    fn validate(&self) -> Result<(), WorkloadError> {
+        if self.phases.is_empty() {
+            return Err(WorkloadError::NoPhases);
+        }
+        if self.max_clients == Some(0) {
+            return Err(WorkloadError::NoClients);
+        }
+        for (i, phase) in self.phases.iter().enumerate() {
+            let bad = |problem: String| WorkloadError::BadPhase {
+                phase: i + 1,
+                problem,
+            };
+            if phase.duration.is_zero() {
+                return Err(bad("duration must be greater than zero".into()));
+            }
+            for (name, rate) in [("rate", Some(phase.rate)), ("rampTo", phase.ramp_to)] {
+                if let Some(rate) = rate {
+                    if !(rate.is_finite() && rate >= 0.0) {
+                        return Err(bad(format!(
+                            "{name} must be a non-negative number, got {rate}"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -130,6 +228,50 @@ mod tests {
                 "{rate}"
             );
         }
+    }
+
+    fn open(phases: Vec<ArrivalPhase>) -> Workload {
+        Workload::OpenArrivals(OpenArrivals {
+            phases,
+            max_clients: None,
+            grace_period: Duration::from_secs(2),
+        })
+    }
+
+    fn phase(secs: u64, rate: f64, ramp_to: Option<f64>) -> ArrivalPhase {
+        ArrivalPhase {
+            duration: Duration::from_secs(secs),
+            rate,
+            ramp_to,
+        }
+    }
+
+    #[test]
+    fn open_phases_are_validated_with_their_position() {
+        assert_eq!(open(vec![]).validate(), Err(WorkloadError::NoPhases));
+        let e = open(vec![phase(1, 5.0, None), phase(2, -1.0, None)])
+            .validate()
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "arrival phase 2: rate must be a non-negative number, got -1"
+        );
+        let e = open(vec![phase(0, 5.0, None)]).validate().unwrap_err();
+        assert!(e.to_string().starts_with("arrival phase 1: duration"));
+        assert!(open(vec![phase(1, 5.0, Some(f64::NAN))])
+            .validate()
+            .is_err());
+    }
+
+    #[test]
+    fn ramps_interpolate_and_stop_times_add_up() {
+        let p = phase(10, 10.0, Some(30.0));
+        assert_eq!(p.rate_at(Duration::from_secs(5)), 20.0);
+        assert_eq!(p.expected_arrivals(), 200.0);
+        let w = open(vec![p, phase(5, 1.0, None)]);
+        assert_eq!(w.duration(), Some(Duration::from_secs(15)));
+        assert_eq!(w.hard_stop(), Some(Duration::from_secs(17)));
+        assert_eq!(w.vus(), None);
     }
 
     #[test]

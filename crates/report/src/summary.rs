@@ -1,6 +1,8 @@
 //! The summary model: figures derived from merged metrics, serialisable as the JSON output.
 
-use barrage_metrics::{LatencyHistogram, LatencyStats, RunMetrics, SecondBucket, TagMetrics};
+use barrage_metrics::{
+    LatencyHistogram, LatencyStats, RunMetrics, SecondBucket, SessionCounters, TagMetrics,
+};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -70,7 +72,9 @@ pub struct Summary {
     pub errors: u64,
     /// Responses per second over the run.
     pub requests_per_second: f64,
+    /// Iterations (sessions) that ran to their end.
     pub iterations: u64,
+    pub sessions: SessionCounters,
     pub connections_opened: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
@@ -128,7 +132,8 @@ impl Summary {
             } else {
                 0.0
             },
-            iterations: metrics.iterations,
+            iterations: metrics.sessions.completed,
+            sessions: metrics.sessions,
             connections_opened: metrics.connections_opened,
             bytes_sent: total.bytes_sent,
             bytes_received: total.bytes_received,
@@ -193,7 +198,7 @@ pub(crate) mod tests {
             });
         }
         metrics.record_error(0, 1, ErrorKind::Timeout, 50);
-        metrics.iterations = 101;
+        metrics.sessions.completed = 101;
         metrics.connections_opened = 1;
         let info = RunInfo {
             name: "quick".into(),

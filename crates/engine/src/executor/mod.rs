@@ -5,6 +5,7 @@
 
 mod arrival_rate;
 mod closed;
+mod open;
 
 use crate::worker::Worker;
 use barrage_plan::Workload;
@@ -12,6 +13,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 pub(crate) use arrival_rate::SlotSchedule;
+pub(crate) use open::ArrivalShare;
 
 /// One worker's share of the workload.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +22,8 @@ pub(crate) enum Assignment {
     Closed { vus: u64 },
     /// `vus` clients serve this worker's slots of the global arrival schedule.
     ArrivalRate { vus: u64, schedule: SlotSchedule },
+    /// Clients arrive as this worker's share of the Poisson process and run one session each.
+    Open(ArrivalShare),
 }
 
 /// A worker's share: what it runs and how many iterations it may start (count-bounded runs).
@@ -54,12 +58,35 @@ fn split_proportionally(n: u64, weights: &[u64]) -> Vec<u64> {
     shares
 }
 
-/// Splits the workload over at most `threads` workers (never more workers than VUs).
+/// Splits the workload over at most `threads` workers (never more workers than clients).
 pub(crate) fn assign(workload: &Workload, threads: usize) -> Vec<Share> {
-    let vus = workload.vus();
-    let workers = (threads.max(1) as u64).min(vus.max(1)) as usize;
-    let vus_per_worker = split_evenly(vus, workers);
+    let clients = match workload {
+        Workload::OpenArrivals(open) => open.max_clients.unwrap_or(u64::MAX),
+        other => other.vus().unwrap_or(1),
+    };
+    let workers = (threads.max(1) as u64).min(clients.max(1)) as usize;
+    let vus_per_worker = split_evenly(clients.min(u64::MAX / 2), workers);
     match workload {
+        Workload::OpenArrivals(open) => {
+            let max_per_worker = open.max_clients.map(|max| split_evenly(max, workers));
+            (0..workers)
+                .map(|i| Share {
+                    assignment: Assignment::Open(ArrivalShare {
+                        phases: open
+                            .phases
+                            .iter()
+                            .map(|p| barrage_plan::ArrivalPhase {
+                                duration: p.duration,
+                                rate: p.rate / workers as f64,
+                                ramp_to: p.ramp_to.map(|r| r / workers as f64),
+                            })
+                            .collect(),
+                        max_clients: max_per_worker.as_ref().map(|m| m[i]),
+                    }),
+                    iterations: None,
+                })
+                .collect()
+        }
         Workload::ClosedVus(closed) => {
             let budgets = closed
                 .iterations
@@ -104,6 +131,7 @@ pub(crate) async fn drive(worker: Rc<Worker>, assignment: Assignment) {
         Assignment::ArrivalRate { vus, schedule } => {
             arrival_rate::drive(worker, vus, schedule).await
         }
+        Assignment::Open(share) => open::drive(worker, share).await,
     }
 }
 
