@@ -2,8 +2,8 @@
 
 use crate::usage::usage;
 use barrage_plan::{
-    parse_duration, ArrivalRate, ClosedVus, Header, Method, Plan, RequestStep, Session, Step,
-    Target, TestOptions, Workload, PLAN_FORMAT_VERSION,
+    parse_duration, ArrivalRate, Body, ClosedVus, Header, HeaderField, Method, Plan, RequestStep,
+    Session, Step, Target, TestOptions, Value, Workload, PLAN_FORMAT_VERSION,
 };
 use base64::Engine as _;
 use clap::Args;
@@ -227,14 +227,19 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
             name: "quick".into(),
             weight: 1,
             steps: vec![Step::Request(RequestStep {
-                method,
-                path,
-                tag: 0,
-                headers,
-                body,
+                headers: headers
+                    .into_iter()
+                    .map(|h| HeaderField {
+                        name: h.name,
+                        value: Value::text(h.value),
+                    })
+                    .collect(),
+                body: body.map(|bytes| Body::Raw { bytes }),
+                ..RequestStep::simple(method, path, 0)
             })],
         }],
         target,
+        data_sources: Vec::new(),
     };
     plan.validate().map_err(|e| usage(e.to_string()))?;
     Ok(plan)
@@ -277,7 +282,9 @@ mod tests {
                 iterations: Some(200)
             })
         );
-        let Step::Request(r) = &p.sessions[0].steps[0];
+        let Step::Request(r) = &p.sessions[0].steps[0] else {
+            panic!("a request step")
+        };
         assert_eq!((r.method, r.path.as_str()), (Method::Get, "/health?x=1"));
         assert_eq!(p.tags, vec!["GET /health?x=1".to_string()]);
         assert_eq!(p.options.request_timeout, Duration::from_secs(20));
@@ -317,12 +324,19 @@ mod tests {
             "http://h:1/p",
         ])
         .unwrap();
-        let Step::Request(r) = &p.sessions[0].steps[0];
+        let Step::Request(r) = &p.sessions[0].steps[0] else {
+            panic!("a request step")
+        };
         assert_eq!(r.method, Method::Post);
-        assert_eq!(r.body.as_deref(), Some(&b"hi"[..]));
+        assert_eq!(
+            r.body,
+            Some(Body::Raw {
+                bytes: b"hi".to_vec()
+            })
+        );
         let names: Vec<&str> = r.headers.iter().map(|h| h.name.as_str()).collect();
         assert_eq!(names, vec!["Authorization", "Content-Type", "X-A"]);
-        assert_eq!(r.headers[0].value, "Basic dTpw");
+        assert_eq!(r.headers[0].value, Value::text("Basic dTpw"));
         assert!(!p.options.keep_alive && !p.options.compression);
         assert_eq!(p.options.request_timeout, Duration::from_millis(500));
     }

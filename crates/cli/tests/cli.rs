@@ -387,11 +387,15 @@ fn plan_header<'a>(request: &'a Value, name: &str) -> Option<&'a str> {
                 .as_str()
                 .is_some_and(|n| n.eq_ignore_ascii_case(name))
         })
-        .and_then(|h| h["value"].as_str())
+        .and_then(|h| {
+            assert_eq!(h["value"]["kind"], "text", "quick's headers are fixed text");
+            h["value"]["value"].as_str()
+        })
 }
 
 fn plan_body(request: &Value) -> Vec<u8> {
-    request["body"]
+    assert_eq!(request["body"]["kind"], "raw", "{request:#}");
+    request["body"]["bytes"]
         .as_array()
         .unwrap_or_else(|| panic!("no body in {request:#}"))
         .iter()

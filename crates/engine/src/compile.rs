@@ -2,7 +2,7 @@
 //! tags as indices, session choice as a cumulative weight table.
 
 use barrage_http::{RequestBytes, RequestError, RequestSpec};
-use barrage_plan::{Plan, Step};
+use barrage_plan::{Body, Plan, RequestStep, Step, Value};
 use rand::Rng;
 
 /// A request ready to write.
@@ -31,8 +31,36 @@ pub(crate) struct CompiledPlan {
     pub tag_count: usize,
 }
 
+/// Why a plan cannot be compiled for execution.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    /// Scenario features the engine does not execute yet; refused rather than ignored.
+    #[error("this engine cannot execute {0} yet")]
+    Unsupported(&'static str),
+}
+
+/// The request of a step the static fast path can pre-encode.
+fn static_request(step: &Step) -> Result<&RequestStep, CompileError> {
+    match step {
+        Step::Request(request)
+            if request.params.is_empty()
+                && request.extraction.is_empty()
+                && !request.gzip
+                && !request.path.contains(':') =>
+        {
+            Ok(request)
+        }
+        Step::Request(_) => Err(CompileError::Unsupported(
+            "templated or extracting requests",
+        )),
+        _ => Err(CompileError::Unsupported("steps other than requests")),
+    }
+}
+
 impl CompiledPlan {
-    pub(crate) fn compile(plan: &Plan) -> Result<Self, RequestError> {
+    pub(crate) fn compile(plan: &Plan) -> Result<Self, CompileError> {
         let authority = plan.target.authority();
         let default_headers: Vec<(String, String)> = plan
             .options
@@ -46,20 +74,25 @@ impl CompiledPlan {
         for session in &plan.sessions {
             let mut steps = Vec::with_capacity(session.steps.len());
             for step in &session.steps {
-                let Step::Request(request) = step;
+                let request = static_request(step)?;
                 let mut headers = default_headers.clone();
-                headers.extend(
-                    request
-                        .headers
-                        .iter()
-                        .map(|h| (h.name.clone(), h.value.clone())),
-                );
+                for field in &request.headers {
+                    let Value::Text { value } = &field.value else {
+                        return Err(CompileError::Unsupported("per-client header values"));
+                    };
+                    headers.push((field.name.clone(), value.clone()));
+                }
+                let body = match &request.body {
+                    None => None,
+                    Some(Body::Raw { bytes }) => Some(bytes.as_slice()),
+                    Some(_) => return Err(CompileError::Unsupported("computed bodies")),
+                };
                 let bytes = RequestSpec {
                     method: request.method.as_str(),
                     authority: &authority,
                     path: &request.path,
                     headers: &headers,
-                    body: request.body.as_deref(),
+                    body,
                     keep_alive: plan.options.keep_alive,
                     accept_gzip: plan.options.compression,
                 }
@@ -115,15 +148,14 @@ mod tests {
                 .map(|&weight| Session {
                     name: format!("w{weight}"),
                     weight,
-                    steps: vec![Step::Request(RequestStep {
-                        method: Method::Get,
-                        path: format!("/{weight}"),
-                        tag: 0,
-                        headers: vec![],
-                        body: None,
-                    })],
+                    steps: vec![Step::Request(RequestStep::simple(
+                        Method::Get,
+                        format!("/{weight}"),
+                        0,
+                    ))],
                 })
                 .collect(),
+            data_sources: vec![],
         }
     }
 
@@ -150,6 +182,7 @@ mod tests {
     fn requests_are_encoded_with_target_host() {
         let compiled = CompiledPlan::compile(&plan(&[1])).unwrap();
         let CompiledStep::Request(r) = &compiled.sessions[0].steps[0];
+        assert_eq!(r.tag, 0);
         let text = String::from_utf8_lossy(r.bytes.as_bytes()).to_string();
         assert!(
             text.starts_with("GET /1 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n"),

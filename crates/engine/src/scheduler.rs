@@ -1,11 +1,10 @@
 //! The scheduling core: worker threads with single-threaded runtimes, the run's clock and
 //! deadline, cancellation, and the exact merge of every worker's metrics at the end.
 
-use crate::compile::CompiledPlan;
+use crate::compile::{CompileError, CompiledPlan};
 use crate::control::{RunControl, MAX_WORKERS};
 use crate::executor::{self, Assignment};
 use crate::worker::{Worker, WorkerInit};
-use barrage_http::RequestError;
 use barrage_metrics::RunMetrics;
 use barrage_plan::{Plan, PlanError};
 use rand::SeedableRng;
@@ -19,8 +18,8 @@ use std::time::{Duration, Instant, SystemTime};
 pub enum EngineError {
     #[error("invalid plan: {0}")]
     Plan(PlanError),
-    #[error("invalid request: {0}")]
-    Request(RequestError),
+    #[error("cannot run the plan: {0}")]
+    Compile(CompileError),
     #[error("could not start worker threads: {0}")]
     Runtime(std::io::Error),
     #[error("a worker thread panicked")]
@@ -33,9 +32,9 @@ impl From<PlanError> for EngineError {
     }
 }
 
-impl From<RequestError> for EngineError {
-    fn from(e: RequestError) -> Self {
-        EngineError::Request(e)
+impl From<CompileError> for EngineError {
+    fn from(e: CompileError) -> Self {
+        EngineError::Compile(e)
     }
 }
 

@@ -26,17 +26,9 @@ fn open_plan(addr: std::net::SocketAddr, path: &str, workload: OpenArrivals) -> 
         sessions: vec![Session {
             name: "s".into(),
             weight: 1,
-            steps: vec![
-                Step::Request(RequestStep {
-                    method: Method::Get,
-                    path: path.into(),
-                    tag: 0,
-                    headers: vec![],
-                    body: None,
-                });
-                2
-            ],
+            steps: vec![Step::Request(RequestStep::simple(Method::Get, path, 0)); 2],
         }],
+        data_sources: vec![],
     }
 }
 

@@ -5,10 +5,15 @@
 //! construction helpers and validation.
 
 mod duration;
+mod session;
 mod target;
 mod workload;
 
 pub use duration::{parse_duration, DurationError};
+pub use session::{
+    walk_steps, Binding, Body, Check, CompareOp, Condition, DataSource, Extraction, Extractor,
+    HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value, Wait,
+};
 pub use target::{Scheme, Target, TargetError};
 pub use workload::{ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, Workload, WorkloadError};
 
@@ -33,6 +38,9 @@ pub struct Plan {
     pub tags: Vec<String>,
     /// Session kinds; one is picked per client (by weight) or run repeatedly by a VU.
     pub sessions: Vec<Session>,
+    /// CSV/TSV data, loaded at compile time; `pick_row` bindings refer to it by index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub data_sources: Vec<DataSource>,
 }
 
 /// Options that apply to every request of the test.
@@ -94,74 +102,49 @@ impl Header {
     }
 }
 
-/// One kind of session: a named, weighted sequence of steps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Session {
-    pub name: String,
-    pub weight: u32,
-    pub steps: Vec<Step>,
-}
-
-/// One step of a session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Step {
-    Request(RequestStep),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Method {
-    Get,
-    Head,
-    Post,
-    Put,
-    Patch,
-    Delete,
-    Options,
-}
-
-impl Method {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Method::Get => "GET",
-            Method::Head => "HEAD",
-            Method::Post => "POST",
-            Method::Put => "PUT",
-            Method::Patch => "PATCH",
-            Method::Delete => "DELETE",
-            Method::Options => "OPTIONS",
-        }
-    }
-
-    /// Parses a method name case-insensitively.
-    pub fn parse(name: &str) -> Option<Method> {
-        Some(match name.to_ascii_uppercase().as_str() {
-            "GET" => Method::Get,
-            "HEAD" => Method::Head,
-            "POST" => Method::Post,
-            "PUT" => Method::Put,
-            "PATCH" => Method::Patch,
-            "DELETE" => Method::Delete,
-            "OPTIONS" => Method::Options,
-            _ => return None,
-        })
-    }
-}
-
-/// An HTTP request to send.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RequestStep {
-    pub method: Method,
-    /// Path and query, relative to the plan's target (starts with `/`).
-    pub path: String,
-    /// Index into [`Plan::tags`].
-    pub tag: usize,
-    pub headers: Vec<Header>,
-    pub body: Option<Vec<u8>>,
-}
-
 impl Plan {
+    fn step_problem(&self, session: &str, step: &Step) -> Result<(), PlanError> {
+        match step {
+            Step::Request(request) => {
+                if request.tag >= self.tags.len() {
+                    return Err(PlanError::UnknownTag {
+                        session: session.to_string(),
+                        tag: request.tag,
+                    });
+                }
+                if !request.path.starts_with('/') {
+                    return Err(PlanError::RelativePath(request.path.clone()));
+                }
+                for field in &request.headers {
+                    let value = match &field.value {
+                        Value::Text { value } => value.as_str(),
+                        _ => "",
+                    };
+                    let header = Header {
+                        name: field.name.clone(),
+                        value: value.to_string(),
+                    };
+                    if let Some(problem) = header.problem() {
+                        return Err(PlanError::BadHeader(problem));
+                    }
+                }
+            }
+            Step::Bind {
+                binding: Binding::PickRow { source, .. },
+                var,
+            } => {
+                if *source >= self.data_sources.len() {
+                    return Err(PlanError::UnknownDataSource {
+                        var: var.clone(),
+                        index: *source,
+                    });
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
     /// Checks the cross-references a hand-built or deserialised plan could get wrong.
     pub fn validate(&self) -> Result<(), PlanError> {
         if self.sessions.is_empty() {
@@ -171,20 +154,14 @@ impl Plan {
             if session.steps.is_empty() {
                 return Err(PlanError::EmptySession(session.name.clone()));
             }
-            for step in &session.steps {
-                let Step::Request(request) = step;
-                if request.tag >= self.tags.len() {
-                    return Err(PlanError::UnknownTag {
-                        session: session.name.clone(),
-                        tag: request.tag,
-                    });
+            let mut problem = None;
+            walk_steps(&session.steps, &mut |step| {
+                if problem.is_none() {
+                    problem = self.step_problem(&session.name, step).err();
                 }
-                if !request.path.starts_with('/') {
-                    return Err(PlanError::RelativePath(request.path.clone()));
-                }
-                if let Some(problem) = request.headers.iter().find_map(Header::problem) {
-                    return Err(PlanError::BadHeader(problem));
-                }
+            });
+            if let Some(problem) = problem {
+                return Err(problem);
             }
         }
         if self.sessions.iter().all(|s| s.weight == 0) {
@@ -211,6 +188,8 @@ pub enum PlanError {
     UnknownTag { session: String, tag: usize },
     #[error("{0}")]
     BadHeader(String),
+    #[error("`{var}` picks from data source #{index}, which the plan does not have")]
+    UnknownDataSource { var: String, index: usize },
     #[error("request path `{0}` must start with `/`")]
     RelativePath(String),
     #[error("every session has weight 0, so none can ever be picked")]
@@ -276,14 +255,22 @@ mod tests {
             sessions: vec![Session {
                 name: "s".into(),
                 weight: 1,
-                steps: vec![Step::Request(RequestStep {
-                    method: Method::Get,
-                    path: "/".into(),
-                    tag: 0,
-                    headers: vec![],
-                    body: None,
-                })],
+                steps: vec![Step::Times {
+                    count: Value::Number { value: 2.0 },
+                    steps: vec![Step::Request(RequestStep::simple(Method::Get, "/", 0))],
+                }],
             }],
+            data_sources: vec![],
+        }
+    }
+
+    fn first_request(plan: &mut Plan) -> &mut RequestStep {
+        match &mut plan.sessions[0].steps[0] {
+            Step::Times { steps, .. } => match &mut steps[0] {
+                Step::Request(r) => r,
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
         }
     }
 
@@ -298,8 +285,7 @@ mod tests {
     #[test]
     fn validate_rejects_dangling_tag() {
         let mut plan = one_request_plan();
-        let Step::Request(r) = &mut plan.sessions[0].steps[0];
-        r.tag = 3;
+        first_request(&mut plan).tag = 3;
         assert!(matches!(
             plan.validate(),
             Err(PlanError::UnknownTag { tag: 3, .. })
@@ -317,10 +303,9 @@ mod tests {
     #[test]
     fn validate_rejects_unsendable_headers() {
         let mut plan = one_request_plan();
-        let Step::Request(r) = &mut plan.sessions[0].steps[0];
-        r.headers.push(Header {
+        first_request(&mut plan).headers.push(HeaderField {
             name: "X(A)".into(),
-            value: "1".into(),
+            value: Value::text("1"),
         });
         assert!(matches!(plan.validate(), Err(PlanError::BadHeader(m)) if m.contains("X(A)")));
         let mut plan = one_request_plan();
@@ -331,6 +316,25 @@ mod tests {
         assert!(
             matches!(plan.validate(), Err(PlanError::BadHeader(m)) if m.contains("line break"))
         );
+    }
+
+    #[test]
+    fn validate_rejects_picks_from_missing_sources() {
+        let mut plan = one_request_plan();
+        plan.sessions[0].steps.insert(
+            0,
+            Step::Bind {
+                var: "row".into(),
+                binding: Binding::PickRow {
+                    source: 0,
+                    sequential: false,
+                },
+            },
+        );
+        assert!(matches!(
+            plan.validate(),
+            Err(PlanError::UnknownDataSource { index: 0, .. })
+        ));
     }
 
     #[test]

@@ -1,0 +1,348 @@
+//! Sessions: the steps a client runs, and the values in them that vary per client.
+//!
+//! Everything here is data. A value that differs between clients — an extracted variable, a
+//! picked CSV row, a random number, the last status — is a [`Value`] expression that the engine
+//! evaluates per client; no script runs while load is generated.
+
+use serde::{Deserialize, Serialize};
+
+/// One kind of session: a named, weighted sequence of steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    pub name: String,
+    pub weight: u32,
+    pub steps: Vec<Step>,
+}
+
+/// One step of a session. Blocks (`times`, `if`, `for_ever`) nest steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Step {
+    Request(RequestStep),
+    /// Think time.
+    Wait(Wait),
+    /// A named condition, counted pass/fail; a fatal one (assert) ends the session on failure.
+    Check(Check),
+    /// Binds a per-client value (a picked row, a random number ...) to a session variable.
+    Bind {
+        var: String,
+        binding: Binding,
+    },
+    /// Runs `steps` `count` times (`count` is evaluated once, when the loop starts).
+    Times {
+        count: Value,
+        steps: Vec<Step>,
+    },
+    /// Runs `steps` when the condition holds.
+    If {
+        condition: Condition,
+        steps: Vec<Step>,
+    },
+    /// Runs `steps` until the test ends.
+    ForEver {
+        steps: Vec<Step>,
+    },
+}
+
+/// A value computed per client while the session runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Value {
+    Text {
+        value: String,
+    },
+    Number {
+        value: f64,
+    },
+    /// A session variable: extracted from a response or bound by a `bind` step.
+    Var {
+        name: String,
+    },
+    /// A column of the row bound to `var` by a `pick_row` binding.
+    Column {
+        var: String,
+        column: String,
+    },
+    /// The status code of the session's last response (0 if it had none, or it failed).
+    LastStatus,
+    /// The parts, as text, one after the other (`"Bearer " + session.getVar("token")`).
+    Concat {
+        parts: Vec<Value>,
+    },
+}
+
+impl Value {
+    pub fn text(value: impl Into<String>) -> Value {
+        Value::Text {
+            value: value.into(),
+        }
+    }
+
+    /// Session variables this value reads (for plan-time checks that they can be bound).
+    pub fn vars(&self) -> Vec<&str> {
+        match self {
+            Value::Var { name } => vec![name],
+            Value::Column { var, .. } => vec![var],
+            Value::Concat { parts } => parts.iter().flat_map(Value::vars).collect(),
+            Value::Text { .. } | Value::Number { .. } | Value::LastStatus => vec![],
+        }
+    }
+}
+
+/// Where a `bind` step's value comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Binding {
+    /// A row of `Plan::data_sources[source]`: random per client, or round-robin.
+    PickRow { source: usize, sequential: bool },
+    /// A whole number, uniformly from `min..=max`.
+    RandomNumber { min: i64, max: i64 },
+    /// `length` random alphanumeric characters.
+    RandomString { length: usize },
+    /// A random (version 4) UUID.
+    Uuid,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CompareOp {
+    #[serde(rename = "==")]
+    Eq,
+    #[serde(rename = "!=")]
+    Ne,
+    #[serde(rename = "<")]
+    Lt,
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = ">")]
+    Gt,
+    #[serde(rename = ">=")]
+    Ge,
+    /// Regular-expression match; `expected` is the pattern.
+    #[serde(rename = "=~")]
+    Matches,
+    #[serde(rename = "contains")]
+    Contains,
+}
+
+impl CompareOp {
+    pub fn parse(op: &str) -> Option<CompareOp> {
+        Some(match op {
+            "==" => CompareOp::Eq,
+            "!=" => CompareOp::Ne,
+            "<" => CompareOp::Lt,
+            "<=" => CompareOp::Le,
+            ">" => CompareOp::Gt,
+            ">=" => CompareOp::Ge,
+            "=~" => CompareOp::Matches,
+            "contains" => CompareOp::Contains,
+            _ => return None,
+        })
+    }
+}
+
+/// `value op expected`. Numbers compare numerically when both sides parse as numbers, else as
+/// text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Condition {
+    pub value: Value,
+    pub op: CompareOp,
+    pub expected: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    pub name: String,
+    pub condition: Condition,
+    /// An assert: failure ends the session, which counts as failed.
+    pub fatal: bool,
+}
+
+/// Think time, in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "distribution", rename_all = "snake_case")]
+pub enum Wait {
+    Fixed {
+        seconds: f64,
+    },
+    /// Uniform between 0.5 × and 1.5 × `seconds` (`session.wait(s, {random: true})`).
+    Random {
+        seconds: f64,
+    },
+    Uniform {
+        min: f64,
+        max: f64,
+    },
+    /// Exponentially distributed with this mean.
+    Exponential {
+        mean: f64,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Method {
+    Get,
+    Head,
+    Post,
+    Put,
+    Patch,
+    Delete,
+    Options,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Head => "HEAD",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
+            Method::Options => "OPTIONS",
+        }
+    }
+
+    /// Parses a method name case-insensitively.
+    pub fn parse(name: &str) -> Option<Method> {
+        Some(match name.to_ascii_uppercase().as_str() {
+            "GET" => Method::Get,
+            "HEAD" => Method::Head,
+            "POST" => Method::Post,
+            "PUT" => Method::Put,
+            "PATCH" => Method::Patch,
+            "DELETE" => Method::Delete,
+            "OPTIONS" => Method::Options,
+            _ => return None,
+        })
+    }
+}
+
+/// A request header whose value may vary per client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeaderField {
+    pub name: String,
+    pub value: Value,
+}
+
+/// A request body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Body {
+    /// Fixed bytes, sent as they are.
+    Raw { bytes: Vec<u8> },
+    /// Text computed per client.
+    Text { value: Value },
+    /// A JSON document (`Content-Type: application/json` unless a header says otherwise).
+    Json { template: JsonTemplate },
+    /// `application/x-www-form-urlencoded` fields.
+    Form { fields: Vec<(String, Value)> },
+}
+
+/// JSON whose leaves may be per-client values; a dynamic leaf is sent as a JSON string, or
+/// as a number when the value is a number.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum JsonTemplate {
+    /// A fixed JSON value.
+    Literal {
+        json: String,
+    },
+    Value {
+        value: Value,
+    },
+    Array {
+        items: Vec<JsonTemplate>,
+    },
+    Object {
+        fields: Vec<(String, JsonTemplate)>,
+    },
+}
+
+/// Where an extracted variable's value comes from in a response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Extractor {
+    /// RFC 9535 JSONPath over the (decompressed) body; the first match.
+    JsonPath { path: String },
+    /// A regular expression over the body; the first capture group (or the whole match).
+    Regexp { pattern: String },
+    /// A response header, by name (case-insensitive).
+    Header { name: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Extraction {
+    pub var: String,
+    pub extractor: Extractor,
+}
+
+/// An HTTP request to send.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestStep {
+    pub method: Method,
+    /// Path and query, relative to the plan's target (starts with `/`). `:name` placeholders
+    /// are filled from `params` first, then from session variables, URL-encoded.
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub params: Vec<(String, Value)>,
+    /// Index into [`crate::Plan::tags`].
+    pub tag: usize,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<HeaderField>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Body>,
+    /// Send the body gzip-compressed (`Content-Encoding: gzip`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gzip: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extraction: Vec<Extraction>,
+    /// End the session when this request fails (transport error or status ≥ 400).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub abort_on_error: bool,
+}
+
+impl RequestStep {
+    /// A plain request with a fixed path, no body and no extras.
+    pub fn simple(method: Method, path: impl Into<String>, tag: usize) -> Self {
+        Self {
+            method,
+            path: path.into(),
+            params: Vec::new(),
+            tag,
+            headers: Vec::new(),
+            body: None,
+            gzip: false,
+            extraction: Vec::new(),
+            abort_on_error: false,
+        }
+    }
+}
+
+/// A CSV/TSV data source, loaded when the plan was compiled (so the plan is self-contained).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataSource {
+    /// The file as the script named it.
+    pub name: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl DataSource {
+    pub fn column_index(&self, column: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c == column)
+    }
+}
+
+/// Visits every step, nested ones included, in order.
+pub fn walk_steps<'a>(steps: &'a [Step], visit: &mut impl FnMut(&'a Step)) {
+    for step in steps {
+        visit(step);
+        match step {
+            Step::Times { steps, .. } | Step::If { steps, .. } | Step::ForEver { steps } => {
+                walk_steps(steps, visit)
+            }
+            _ => {}
+        }
+    }
+}
