@@ -132,13 +132,11 @@ impl Plan {
             Step::Bind {
                 binding: Binding::PickRow { source, .. },
                 var,
-            } => {
-                if *source >= self.data_sources.len() {
-                    return Err(PlanError::UnknownDataSource {
-                        var: var.clone(),
-                        index: *source,
-                    });
-                }
+            } if *source >= self.data_sources.len() => {
+                return Err(PlanError::UnknownDataSource {
+                    var: var.clone(),
+                    index: *source,
+                });
             }
             _ => {}
         }
