@@ -220,6 +220,7 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
             compression: !args.disable_compression,
             headers: Vec::new(),
             threads: args.threads,
+            seed: None,
         },
         workload,
         tags: vec![format!("{} {}", method.as_str(), path)],

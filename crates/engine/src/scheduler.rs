@@ -94,7 +94,10 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
             deadline,
             control: control.clone(),
             iterations: share.iterations,
-            rng: rand::rngs::SmallRng::seed_from_u64(0x6261_7272_6167_6500 ^ index as u64),
+            rng: rand::rngs::SmallRng::seed_from_u64(
+                plan.options.seed.unwrap_or(0x6261_7272_6167_6500)
+                    ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            ),
         };
         let assignment = share.assignment;
         handles.push(

@@ -57,6 +57,10 @@ pub struct TestOptions {
     pub headers: Vec<Header>,
     /// Worker threads; `None` means one per CPU the process may run on.
     pub threads: Option<usize>,
+    /// Seed of every random choice (arrivals, session picks, think times, generated values);
+    /// the same seed and plan give the same schedule.
+    #[serde(default)]
+    pub seed: Option<u64>,
 }
 
 impl Default for TestOptions {
@@ -67,6 +71,7 @@ impl Default for TestOptions {
             compression: true,
             headers: Vec::new(),
             threads: None,
+            seed: None,
         }
     }
 }
