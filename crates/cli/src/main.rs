@@ -1,15 +1,19 @@
 //! The `barrage` binary: parses the command line and wires script/plan, engine, and reports.
 
+mod overrides;
 mod quick;
 mod runner;
+mod scenario;
 mod usage;
 
 use anyhow::Context;
-use barrage_report::render_hey;
+use barrage_report::{render_hey, render_run};
 use clap::{Parser, Subcommand};
+use overrides::Overrides;
 use quick::{quick_plan, OutputFormat, QuickArgs};
 use std::io::Write;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use usage::{exit, usage, UsageError};
 
 #[derive(Debug, Parser)]
@@ -21,12 +25,71 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a test definition (JavaScript DSL, or a plan as .json)
+    Run(RunArgs),
+    /// Print the plan a definition compiles to, as JSON
+    Plan(PlanArgs),
     /// Load one URL, hey-style (flags as hey users know them)
     Quick(Box<QuickArgs>),
     /// Run the bundled test server
     Target(TargetArgs),
     /// Start the bundled target on a free port, load it briefly, print the summary
     Demo(DemoArgs),
+}
+
+/// Overrides for trying a big definition on a small machine.
+#[derive(Debug, clap::Args)]
+struct OverrideArgs {
+    /// Send the load here instead of the definition's target
+    #[arg(long)]
+    target: Option<String>,
+    /// Multiply every arrival rate by this factor
+    #[arg(long)]
+    rate_factor: Option<f64>,
+    /// Cap the whole test at this duration (e.g. 30s)
+    #[arg(long)]
+    duration_limit: Option<String>,
+    /// Seed of every random choice, for reproducible runs
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Worker threads (default: one per CPU this process may use)
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+impl OverrideArgs {
+    fn resolve(&self) -> anyhow::Result<Overrides> {
+        Ok(Overrides {
+            target: self.target.clone(),
+            rate_factor: self.rate_factor,
+            duration_limit: self
+                .duration_limit
+                .as_deref()
+                .map(|d| quick::parse_duration_flag("--duration-limit", d, false))
+                .transpose()?,
+            seed: self.seed,
+            threads: self.threads,
+        })
+    }
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// The definition: a .js script or a .json plan
+    file: PathBuf,
+    #[command(flatten)]
+    overrides: OverrideArgs,
+    /// Also write the full summary as JSON to this file
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+struct PlanArgs {
+    /// The definition: a .js script or a .json plan
+    file: PathBuf,
+    #[command(flatten)]
+    overrides: OverrideArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -86,10 +149,28 @@ fn main() {
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
+        Command::Run(args) => run_command(&args),
+        Command::Plan(args) => {
+            print_out(&scenario::plan_command(
+                &args.file,
+                &args.overrides.resolve()?,
+            )?)?;
+            Ok(exit::OK)
+        }
         Command::Quick(args) => quick_command(&args),
         Command::Target(args) => target_command(&args),
         Command::Demo(args) => demo_command(&args),
     }
+}
+
+fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
+    let finished = scenario::run_command(&args.file, &args.overrides.resolve()?)?;
+    if let Some(path) = &args.json {
+        std::fs::write(path, finished.summary.to_json() + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    print_out(&render_run(&finished.summary))?;
+    Ok(exit::OK)
 }
 
 fn quick_command(args: &QuickArgs) -> anyhow::Result<i32> {

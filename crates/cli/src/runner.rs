@@ -3,8 +3,8 @@
 
 use crate::usage::exit;
 use barrage_engine::{LiveSnapshot, RunControl};
-use barrage_plan::Plan;
-use barrage_report::{RunInfo, Summary};
+use barrage_plan::{Plan, Workload};
+use barrage_report::{PlannedArrivals, RunInfo, Summary};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -80,6 +80,13 @@ pub fn execute(plan: &Plan, show_progress: bool) -> anyhow::Result<Finished> {
         interrupted: outcome.interrupted,
         threads: outcome.threads,
         tags: plan.tags.clone(),
+        planned_arrivals: match &plan.workload {
+            Workload::OpenArrivals(open) => Some(PlannedArrivals {
+                expected: open.phases.iter().map(|p| p.expected_arrivals()).sum(),
+                seconds: open.arrivals_end().as_secs_f64(),
+            }),
+            _ => None,
+        },
     };
     let summary = Summary::new(&info, &outcome.metrics);
     Ok(Finished { summary })

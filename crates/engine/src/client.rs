@@ -1,28 +1,60 @@
-//! A client (a VU, or an arriving session): owns its connection and runs compiled sessions.
+//! A client (a VU, or an arriving session): owns its connection and its session state, and
+//! runs compiled session programs with a program counter. Requests go through `exchange.rs`.
 
-use crate::compile::{CompiledRequest, CompiledSession, CompiledStep};
+use crate::session::program::Instr;
+use crate::session::state::SessionState;
+use crate::session::values::{CValue, Eval};
+use crate::session::CompiledSession;
 use crate::worker::Worker;
-use barrage_http::{connect, Connection, Exchange};
-use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord};
-use std::time::{Duration, Instant};
+use barrage_http::Connection;
+use std::time::Instant;
+
+/// Instructions a client runs before it yields to its worker's other clients and to the
+/// worker's deadline. Requests count too: one that fails at once (a name that does not
+/// resolve) completes without awaiting, and a `for_ever` loop of them would never yield.
+const YIELD_EVERY: u32 = 1024;
 
 /// One simulated user. Its connection persists across iterations when keep-alive is on.
 #[derive(Default)]
 pub(crate) struct Client {
-    connection: Option<Connection>,
+    pub(crate) connection: Option<Connection>,
+    pub(crate) state: SessionState,
+    /// Instructions run since the client last yielded (kept across iterations).
+    since_yield: u32,
 }
 
-/// A completed exchange and the timings around it that the connection cannot know.
-struct Attempt {
-    exchange: Exchange,
-    connect: Option<Duration>,
-    write_started: Instant,
+/// How a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// Ran to its last instruction.
+    Completed,
+    /// Stopped by a failed assert or a failed `abort_on_error` request.
+    Failed,
+}
+
+/// A `times` count: the value as a number, whole iterations; anything that is not a
+/// non-negative number gives 0 iterations.
+fn loop_count(value: &CValue, cx: Eval<'_>, text: &mut String) -> u64 {
+    let number = match value {
+        CValue::Number { value, .. } => *value,
+        other => {
+            text.clear();
+            other.write(cx, text);
+            text.trim().parse::<f64>().unwrap_or(0.0)
+        }
+    };
+    if number.is_nan() || number < 1.0 {
+        0
+    } else {
+        number.floor().min(u64::MAX as f64) as u64
+    }
 }
 
 impl Client {
     /// Runs one iteration of `session`. `intended_start` is when the schedule wanted it to
     /// begin: the first request's latency counts from there, so time spent queued behind a
-    /// slow target is measured, not hidden (no coordinated omission).
+    /// slow target is measured, not hidden (no coordinated omission). Later requests count
+    /// from their actual start.
     pub(crate) async fn run_iteration(
         &mut self,
         worker: &Worker,
@@ -30,92 +62,209 @@ impl Client {
         intended_start: Instant,
     ) {
         worker.session_started();
-        let mut intended = intended_start;
-        for step in &session.steps {
-            match step {
-                CompiledStep::Request(request) => self.request(worker, request, intended).await,
-            }
-            intended = Instant::now();
+        match self.run_program(worker, session, intended_start).await {
+            Ending::Completed => worker.session_completed(),
+            Ending::Failed => worker.session_failed(),
         }
-        worker.session_completed();
     }
 
-    async fn request(&mut self, worker: &Worker, request: &CompiledRequest, intended: Instant) {
-        let sent = request.bytes.len() as u64;
-        let outcome = tokio::time::timeout(worker.timeout, self.attempt(worker, request)).await;
-        let kind = match outcome {
-            Ok(Ok(attempt)) => {
-                let exchange = attempt.exchange;
-                if !(exchange.keep_alive && worker.keep_alive) {
-                    self.connection = None;
-                }
-                worker.record_response(&ResponseRecord {
-                    tag: request.tag,
-                    second: worker.second_of(exchange.done_at),
-                    latency: exchange.done_at.saturating_duration_since(intended),
-                    phases: PhaseTimings {
-                        connect: attempt.connect,
-                        write: exchange
-                            .written_at
-                            .saturating_duration_since(attempt.write_started),
-                        wait: exchange
-                            .first_byte_at
-                            .saturating_duration_since(exchange.written_at),
-                        read: exchange
-                            .done_at
-                            .saturating_duration_since(exchange.first_byte_at),
-                    },
-                    status: exchange.status,
-                    bytes_sent: sent,
-                    bytes_received: exchange.bytes_received,
-                    body_bytes: exchange.body_bytes,
-                });
-                return;
-            }
-            Ok(Err(kind)) => kind,
-            Err(_elapsed) => ErrorKind::Timeout,
-        };
-        self.connection = None;
-        worker.record_error(request.tag, Instant::now(), kind, sent);
+    fn eval<'a>(&'a self, worker: &'a Worker) -> Eval<'a> {
+        Eval {
+            state: &self.state,
+            data: &worker.plan.data,
+        }
     }
 
-    async fn attempt(
+    fn holds(&self, worker: &Worker, session: &CompiledSession, condition: u32) -> bool {
+        session.conditions[condition as usize]
+            .holds(self.eval(worker), &mut worker.scratch.borrow_mut().check)
+    }
+
+    async fn run_program(
         &mut self,
         worker: &Worker,
-        request: &CompiledRequest,
-    ) -> Result<Attempt, ErrorKind> {
-        let mut connect_time = None;
-        let mut retried = false;
-        loop {
-            let reused = self.connection.is_some();
-            if !reused {
-                let addrs = worker.addrs.as_ref().as_ref().map_err(|kind| *kind)?;
-                let started = Instant::now();
-                let stream = connect(addrs).await?;
-                connect_time = Some(started.elapsed());
-                worker.connection_opened();
-                self.connection = Some(Connection::new(stream));
+        session: &CompiledSession,
+        intended_start: Instant,
+    ) -> Ending {
+        self.state.reset(session.var_count);
+        let mut intended = Some(intended_start);
+        let mut pc = 0usize;
+        while let Some(&instr) = session.program.get(pc) {
+            pc += 1;
+            self.since_yield += 1;
+            match instr {
+                Instr::Request(index) => {
+                    let request = &session.requests[index as usize];
+                    let start = intended.take().unwrap_or_else(Instant::now);
+                    let ok = self.request(worker, request, start).await;
+                    if !ok && request.abort_on_error {
+                        return Ending::Failed;
+                    }
+                }
+                Instr::Wait(wait) => {
+                    intended = None;
+                    let pause = wait.sample(&mut *worker.rng.borrow_mut());
+                    if !pause.is_zero() {
+                        tokio::time::sleep(pause).await;
+                    }
+                }
+                Instr::Check(index) => {
+                    let check = session.checks[index as usize];
+                    let holds = self.holds(worker, session, check.condition);
+                    worker.record_check(check.metric, holds);
+                    if !holds && check.fatal {
+                        return Ending::Failed;
+                    }
+                }
+                Instr::Bind(index) => session.binds[index as usize].apply(
+                    &mut *worker.rng.borrow_mut(),
+                    &worker.rows,
+                    &worker.plan.data,
+                    &mut self.state,
+                ),
+                Instr::LoopStart { count, end } => {
+                    let count = loop_count(
+                        &session.counts[count as usize],
+                        self.eval(worker),
+                        &mut worker.scratch.borrow_mut().text,
+                    );
+                    if count == 0 {
+                        pc = end as usize;
+                    } else {
+                        self.state.loops.push(count);
+                    }
+                }
+                Instr::LoopNext { body } => {
+                    if let Some(left) = self.state.loops.last_mut() {
+                        *left -= 1;
+                        if *left > 0 {
+                            pc = body as usize;
+                        } else {
+                            self.state.loops.pop();
+                        }
+                    }
+                }
+                Instr::IfNot { condition, target } => {
+                    if !self.holds(worker, session, condition) {
+                        pc = target as usize;
+                    }
+                }
+                Instr::Jump(target) => pc = target as usize,
             }
-            let connection = self.connection.as_mut().expect("connected above");
-            let write_started = Instant::now();
-            match connection.exchange(&request.bytes, None).await {
-                Ok(exchange) => {
-                    return Ok(Attempt {
-                        exchange,
-                        connect: connect_time,
-                        write_started,
-                    })
-                }
-                // A keep-alive connection the server closed while idle fails before any
-                // response byte; retry such a request once on a fresh connection.
-                Err(ErrorKind::Closed | ErrorKind::Reset)
-                    if reused && !retried && !connection.response_started() =>
-                {
-                    self.connection = None;
-                    retried = true;
-                }
-                Err(kind) => return Err(kind),
+            if self.since_yield >= YIELD_EVERY {
+                tokio::task::yield_now().await;
+                self.since_yield = 0;
             }
         }
+        Ending::Completed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loop_counts_are_whole_non_negative_numbers() {
+        let state = SessionState::default();
+        let cx = Eval {
+            state: &state,
+            data: &[],
+        };
+        let mut text = String::new();
+        let count = |v: CValue, text: &mut String| loop_count(&v, cx, text);
+        assert_eq!(count(CValue::Text(" 4 ".into()), &mut text), 4);
+        assert_eq!(count(CValue::Text("2.9".into()), &mut text), 2);
+        assert_eq!(count(CValue::Text("many".into()), &mut text), 0);
+        assert_eq!(count(CValue::Text("-3".into()), &mut text), 0);
+        let n = |value: f64| CValue::Number {
+            value,
+            text: "".into(),
+        };
+        assert_eq!(count(n(f64::NAN), &mut text), 0);
+        assert_eq!(count(n(0.5), &mut text), 0);
+        assert_eq!(count(n(3.0), &mut text), 3);
+    }
+}
+#[cfg(test)]
+mod size_probe {
+    #[test]
+    fn probe() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _g = rt.enter();
+        let plan = barrage_plan::Plan {
+            format_version: 1,
+            name: "x".into(),
+            target: barrage_plan::Target::parse("http://127.0.0.1:9").unwrap(),
+            options: Default::default(),
+            workload: barrage_plan::Workload::ClosedVus(barrage_plan::ClosedVus {
+                vus: 1,
+                duration: None,
+                iterations: Some(1),
+            }),
+            tags: vec!["t".into()],
+            sessions: vec![barrage_plan::Session {
+                name: "s".into(),
+                weight: 1,
+                steps: vec![barrage_plan::Step::Request(
+                    barrage_plan::RequestStep::simple(barrage_plan::Method::Get, "/", 0),
+                )],
+            }],
+            data_sources: vec![],
+        };
+        let compiled = std::sync::Arc::new(crate::compile::CompiledPlan::compile(&plan).unwrap());
+        let worker = crate::worker::Worker::new(crate::worker::WorkerInit {
+            index: 0,
+            plan: compiled.clone(),
+            addrs: std::sync::Arc::new(Ok(vec![])),
+            timeout: std::time::Duration::from_secs(1),
+            keep_alive: true,
+            run_start: std::time::Instant::now(),
+            deadline: None,
+            control: Default::default(),
+            iterations: None,
+            rng: <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(1),
+            workers: 1,
+            run_id: 0,
+        });
+        let mut client = super::Client::default();
+        {
+            let fut =
+                client.run_iteration(&worker, &compiled.sessions[0], std::time::Instant::now());
+            eprintln!(
+                "run_iteration future: {} bytes",
+                std::mem::size_of_val(&fut)
+            );
+        }
+        {
+            let fut = client.request(
+                &worker,
+                &compiled.sessions[0].requests[0],
+                std::time::Instant::now(),
+            );
+            eprintln!("request future: {} bytes", std::mem::size_of_val(&fut));
+        }
+        let addrs = vec![];
+        let fut = barrage_http::connect(&addrs);
+        eprintln!("connect future: {} bytes", std::mem::size_of_val(&fut));
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = l.local_addr().unwrap();
+        let std_stream = std::net::TcpStream::connect(a).unwrap();
+        std_stream.set_nonblocking(true).unwrap();
+        let mut conn = barrage_http::Connection::new(tokio::net::TcpStream::from_std(std_stream).unwrap());
+        let pool = barrage_http::ReadBuffers::new();
+        {
+        let fut = conn.exchange(&pool, b"", true, None);
+        eprintln!("exchange future: {} bytes", std::mem::size_of_val(&fut));
+        }
+        let sleep = tokio::time::sleep(std::time::Duration::from_secs(1));
+        eprintln!(
+            "sleep: {} bytes; Client {} bytes",
+            std::mem::size_of_val(&sleep),
+            std::mem::size_of::<super::Client>()
+        );
     }
 }

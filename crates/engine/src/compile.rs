@@ -1,26 +1,11 @@
-//! Compiles a plan's sessions into what clients execute: requests already encoded to bytes,
-//! tags as indices, session choice as a cumulative weight table.
+//! Compiles a plan for execution: every session to a program (`crate::session`), tags as
+//! indices, checks as counter indices, session choice as a cumulative weight table.
 
-use barrage_http::{RequestBytes, RequestError, RequestSpec};
-use barrage_plan::{Body, Plan, RequestStep, Step, Value};
+use crate::session::program::compile_session;
+use crate::session::request::RequestContext;
+use crate::session::{CompiledSession, SessionProblem};
+use barrage_plan::{DataSource, Plan};
 use rand::Rng;
-
-/// A request ready to write.
-#[derive(Debug, Clone)]
-pub(crate) struct CompiledRequest {
-    pub bytes: RequestBytes,
-    pub tag: usize,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) enum CompiledStep {
-    Request(CompiledRequest),
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct CompiledSession {
-    pub steps: Vec<CompiledStep>,
-}
 
 /// Everything a worker needs from the plan, immutable and shared by all workers.
 #[derive(Debug)]
@@ -29,87 +14,51 @@ pub(crate) struct CompiledPlan {
     /// Running sums of session weights, for weighted picks.
     cumulative_weights: Vec<u64>,
     pub tag_count: usize,
+    /// Every check of the plan, `(name, fatal)`, in plan order: sessions in order, steps
+    /// depth-first. Metrics count them by this index.
+    pub checks: Vec<(String, bool)>,
+    pub data: Vec<DataSource>,
 }
 
 /// Why a plan cannot be compiled for execution.
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
-    #[error(transparent)]
-    Request(#[from] RequestError),
-    /// Scenario features the engine does not execute yet; refused rather than ignored.
-    #[error("this engine cannot execute {0} yet")]
-    Unsupported(&'static str),
-}
-
-/// The request of a step the static fast path can pre-encode.
-fn static_request(step: &Step) -> Result<&RequestStep, CompileError> {
-    match step {
-        Step::Request(request)
-            if request.params.is_empty()
-                && request.extraction.is_empty()
-                && !request.gzip
-                && !request.path.contains(':') =>
-        {
-            Ok(request)
-        }
-        Step::Request(_) => Err(CompileError::Unsupported(
-            "templated or extracting requests",
-        )),
-        _ => Err(CompileError::Unsupported("steps other than requests")),
-    }
+    #[error("session `{session}`: {problem}")]
+    Session {
+        session: String,
+        problem: SessionProblem,
+    },
 }
 
 impl CompiledPlan {
     pub(crate) fn compile(plan: &Plan) -> Result<Self, CompileError> {
         let authority = plan.target.authority();
-        let default_headers: Vec<(String, String)> = plan
-            .options
-            .headers
-            .iter()
-            .map(|h| (h.name.clone(), h.value.clone()))
-            .collect();
+        let request_cx = RequestContext {
+            authority: &authority,
+            keep_alive: plan.options.keep_alive,
+            accept_gzip: plan.options.compression,
+            headers: &plan.options.headers,
+        };
         let mut sessions = Vec::with_capacity(plan.sessions.len());
         let mut cumulative_weights = Vec::with_capacity(plan.sessions.len());
+        let mut checks = Vec::new();
         let mut total_weight = 0u64;
         for session in &plan.sessions {
-            let mut steps = Vec::with_capacity(session.steps.len());
-            for step in &session.steps {
-                let request = static_request(step)?;
-                let mut headers = default_headers.clone();
-                for field in &request.headers {
-                    let Value::Text { value } = &field.value else {
-                        return Err(CompileError::Unsupported("per-client header values"));
-                    };
-                    headers.push((field.name.clone(), value.clone()));
-                }
-                let body = match &request.body {
-                    None => None,
-                    Some(Body::Raw { bytes }) => Some(bytes.as_slice()),
-                    Some(_) => return Err(CompileError::Unsupported("computed bodies")),
-                };
-                let bytes = RequestSpec {
-                    method: request.method.as_str(),
-                    authority: &authority,
-                    path: &request.path,
-                    headers: &headers,
-                    body,
-                    keep_alive: plan.options.keep_alive,
-                    accept_gzip: plan.options.compression,
-                }
-                .encode()?;
-                steps.push(CompiledStep::Request(CompiledRequest {
-                    bytes,
-                    tag: request.tag,
-                }));
-            }
+            let compiled = compile_session(session, &plan.data_sources, &request_cx, &mut checks)
+                .map_err(|problem| CompileError::Session {
+                session: session.name.clone(),
+                problem,
+            })?;
+            sessions.push(compiled);
             total_weight += u64::from(session.weight);
             cumulative_weights.push(total_weight);
-            sessions.push(CompiledSession { steps });
         }
         Ok(Self {
             sessions,
             cumulative_weights,
             tag_count: plan.tags.len(),
+            checks,
+            data: plan.data_sources.clone(),
         })
     }
 
@@ -179,14 +128,53 @@ mod tests {
     }
 
     #[test]
-    fn requests_are_encoded_with_target_host() {
+    fn plain_requests_take_the_static_path_and_errors_name_the_session() {
         let compiled = CompiledPlan::compile(&plan(&[1])).unwrap();
-        let CompiledStep::Request(r) = &compiled.sessions[0].steps[0];
-        assert_eq!(r.tag, 0);
-        let text = String::from_utf8_lossy(r.bytes.as_bytes()).to_string();
+        let request = &compiled.sessions[0].requests[0];
+        assert!(request.is_static());
+        assert_eq!(request.tag, 0);
+
+        let mut bad = plan(&[1]);
+        let Step::Request(request) = &mut bad.sessions[0].steps[0] else {
+            unreachable!()
+        };
+        request.extraction.push(Extraction {
+            var: "x".into(),
+            extractor: Extractor::JsonPath {
+                path: "$..[".into(),
+            },
+        });
+        let e = CompiledPlan::compile(&bad).unwrap_err().to_string();
         assert!(
-            text.starts_with("GET /1 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n"),
-            "{text}"
+            e.starts_with("session `w1`: invalid JSONPath `$..[`"),
+            "{e}"
         );
+    }
+
+    #[test]
+    fn checks_are_numbered_in_plan_order() {
+        let check = |name: &str, fatal| {
+            Step::Check(Check {
+                name: name.into(),
+                condition: Condition {
+                    value: Value::LastStatus,
+                    op: CompareOp::Eq,
+                    expected: Value::Number { value: 200.0 },
+                },
+                fatal,
+            })
+        };
+        let mut plan = plan(&[1, 1]);
+        plan.sessions[0].steps.push(Step::Times {
+            count: Value::Number { value: 2.0 },
+            steps: vec![check("a", false)],
+        });
+        plan.sessions[0].steps.push(check("b", true));
+        plan.sessions[1].steps.push(check("c", false));
+        let compiled = CompiledPlan::compile(&plan).unwrap();
+        let names: Vec<&str> = compiled.checks.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(compiled.sessions[1].checks[0].metric, 2);
+        assert!(compiled.checks[1].1);
     }
 }

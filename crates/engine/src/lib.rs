@@ -2,15 +2,25 @@
 //!
 //! Layout: [`run`] (in `scheduler.rs`) is the scheduling core — one thread per CPU, each with
 //! its own single-threaded tokio runtime and its own metrics, so the hot path takes no locks
-//! and sends no messages. Executors (`executor/`, one file per workload model) decide when
-//! clients start iterations; a [`client`](crate::client) runs one compiled session.
+//! and sends no messages. `compile.rs` compiles the plan once: every session becomes a flat
+//! program of instructions with jumps (`session/`: `program.rs` compiles steps, `values.rs`
+//! evaluates values and templates, `request.rs` builds request bytes, `extract.rs`,
+//! `checks.rs`, `binds.rs`, `state.rs` is a client's variables and loop stack). Executors
+//! (`executor/`, one file per workload model) decide when clients start iterations; a
+//! [`client`](crate::client) runs a session program by program counter and sends its
+//! requests through `exchange.rs`. `worker.rs` holds what a thread's clients share: metrics,
+//! random numbers, buffer pools, scratch space.
 
 mod client;
 mod compile;
 mod control;
+mod exchange;
 mod executor;
 mod scheduler;
+mod session;
 mod worker;
 
+pub use compile::CompileError;
 pub use control::{LiveCounters, LiveSnapshot, RunControl, StopSignal};
 pub use scheduler::{run, EngineError, RunOutcome};
+pub use session::SessionProblem;

@@ -81,6 +81,12 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
     let started_at = SystemTime::now();
     let run_start = Instant::now();
     let deadline = plan.workload.hard_stop().map(|d| run_start + d);
+    // Distinguishes this run's request ids from other runs' (not seeded: ids never steer
+    // the schedule).
+    let run_id = started_at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() ^ (d.as_secs() as u32))
+        ^ std::process::id().rotate_left(16);
 
     let mut handles = Vec::with_capacity(threads);
     for (index, share) in shares.into_iter().enumerate() {
@@ -94,6 +100,8 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
             deadline,
             control: control.clone(),
             iterations: share.iterations,
+            workers: threads,
+            run_id,
             rng: rand::rngs::SmallRng::seed_from_u64(
                 plan.options.seed.unwrap_or(0x6261_7272_6167_6500)
                     ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
@@ -106,7 +114,8 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
                 .spawn(move || run_worker(init, assignment))?,
         );
     }
-    let mut metrics = RunMetrics::new(compiled.tag_count);
+    let mut metrics = RunMetrics::new(compiled.tag_count)
+        .with_checks(compiled.checks.iter().map(|(n, f)| (n.clone(), *f)));
     let mut failure = None;
     for handle in handles {
         match handle.join() {

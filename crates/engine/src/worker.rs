@@ -1,7 +1,11 @@
-//! A worker: the per-thread state every client on that thread shares (metrics, budget, clock).
+//! A worker: the per-thread state every client on that thread shares (metrics, budget, clock,
+//! random numbers, buffer pools, scratch space, row cursors, request ids).
 
 use crate::compile::CompiledPlan;
 use crate::control::{LiveSlot, RunControl};
+use crate::session::binds::RowCursors;
+use crate::session::Scratch;
+use barrage_http::{Captured, ReadBuffers};
 use barrage_metrics::{ErrorKind, ResponseRecord, RunMetrics};
 use rand::rngs::SmallRng;
 use std::cell::{Cell, RefCell};
@@ -28,6 +32,105 @@ pub(crate) struct Worker {
     pub rng: RefCell<SmallRng>,
     active_clients: Cell<u64>,
     idle: Notify,
+    /// Read buffers, lent to exchanges in flight only.
+    pub read_buffers: ReadBuffers,
+    /// Buffers requests are built in (held while the request is written).
+    pub request_buffers: Pool<Vec<u8>>,
+    /// Response captures for requests with extractions (boxed: a request in flight holds one
+    /// pointer, not the buffers, in its future).
+    pub captures: Pool<Box<Captured>>,
+    /// Scratch space for synchronous work between awaits.
+    pub scratch: RefCell<Scratch>,
+    /// Sequential row-pick cursors, one per data source.
+    pub rows: RowCursors,
+    pub request_ids: RequestIds,
+}
+
+/// Buffers larger than this are freed rather than pooled after use.
+const POOLED_BYTES: usize = 1 << 20;
+
+/// Reusable objects handed out and taken back between awaits (a `Vec` used as a stack).
+#[derive(Debug, Default)]
+pub(crate) struct Pool<T> {
+    free: RefCell<Vec<T>>,
+}
+
+impl<T: Default> Pool<T> {
+    pub(crate) fn take(&self) -> T {
+        self.free.borrow_mut().pop().unwrap_or_default()
+    }
+
+    /// Takes `item` back unless it holds more than [`POOLED_BYTES`] (`bytes` says how much).
+    pub(crate) fn give(&self, item: T, bytes: usize) {
+        if bytes <= POOLED_BYTES {
+            self.free.borrow_mut().push(item);
+        }
+    }
+}
+
+/// `X-Request-Id` values: `<run>-<worker>-<counter>` in hex, unique within a run (and, by
+/// the random run part, most likely across runs), without any shared counter. The text is
+/// kept and its counter incremented in place, digit by digit.
+#[derive(Debug)]
+pub(crate) struct RequestIds {
+    id: RefCell<IdText>,
+}
+
+#[derive(Debug)]
+struct IdText {
+    bytes: [u8; 64],
+    len: usize,
+    /// Where the counter's digits start.
+    counter: usize,
+}
+
+impl IdText {
+    fn increment(&mut self) {
+        for digit in self.bytes[self.counter..self.len].iter_mut().rev() {
+            match *digit {
+                b'f' => *digit = b'0',
+                b'9' => {
+                    *digit = b'a';
+                    return;
+                }
+                _ => {
+                    *digit += 1;
+                    return;
+                }
+            }
+        }
+        // Every digit was `f`: one more digit (the counter never gets near 48 digits).
+        if self.len < self.bytes.len() {
+            self.bytes[self.len] = b'0';
+            self.bytes[self.counter] = b'1';
+            self.len += 1;
+        }
+    }
+}
+
+impl RequestIds {
+    pub(crate) fn new(run: u32, worker: usize) -> Self {
+        let prefix = format!("{run:08x}-{worker:x}-");
+        let mut id = IdText {
+            bytes: [0; 64],
+            len: prefix.len() + 1,
+            counter: prefix.len(),
+        };
+        id.bytes[..prefix.len()].copy_from_slice(prefix.as_bytes());
+        id.bytes[prefix.len()] = b'0';
+        Self {
+            id: RefCell::new(id),
+        }
+    }
+
+    /// Hands the next id to `use_id`.
+    #[inline]
+    pub(crate) fn with_next<R>(&self, use_id: impl FnOnce(&[u8]) -> R) -> R {
+        let mut id = self.id.borrow_mut();
+        let result = use_id(&id.bytes[..id.len]);
+        id.increment();
+        result
+    }
 }
 
 pub(crate) struct WorkerInit {
@@ -41,12 +144,23 @@ pub(crate) struct WorkerInit {
     pub control: RunControl,
     pub iterations: Option<u64>,
     pub rng: SmallRng,
+    /// Worker threads in the run (for sequential row picks).
+    pub workers: usize,
+    /// Random per run, the first part of every request id.
+    pub run_id: u32,
 }
 
 impl Worker {
     pub(crate) fn new(init: WorkerInit) -> Self {
-        let metrics = RunMetrics::new(init.plan.tag_count);
+        let metrics = RunMetrics::new(init.plan.tag_count)
+            .with_checks(init.plan.checks.iter().map(|(n, f)| (n.clone(), *f)));
         Self {
+            read_buffers: ReadBuffers::new(),
+            request_buffers: Pool::default(),
+            captures: Pool::default(),
+            scratch: RefCell::new(Scratch::default()),
+            rows: RowCursors::new(init.plan.data.len(), init.index, init.workers),
+            request_ids: RequestIds::new(init.run_id, init.index),
             index: init.index,
             plan: init.plan,
             addrs: init.addrs,
@@ -113,6 +227,20 @@ impl Worker {
         self.metrics.borrow_mut().sessions.completed += 1;
     }
 
+    /// A session ended early by a failed assert or an `abort_on_error` request.
+    pub(crate) fn session_failed(&self) {
+        self.metrics.borrow_mut().sessions.failed += 1;
+    }
+
+    #[inline]
+    pub(crate) fn record_check(&self, metric: usize, passed: bool) {
+        self.metrics.borrow_mut().record_check(metric, passed);
+    }
+
+    pub(crate) fn record_extraction_failures(&self, tag: usize, failures: u64) {
+        self.metrics.borrow_mut().tags[tag].extraction_failures += failures;
+    }
+
     pub(crate) fn session_dropped(&self) {
         self.metrics.borrow_mut().sessions.dropped += 1;
     }
@@ -148,5 +276,28 @@ impl Worker {
         self.active_clients
             .set(self.active_clients.get().saturating_sub(1));
         self.live().set_active_clients(self.active_clients.get());
+        if self.active_clients.get() == 0 {
+            // Wakes the open executor waiting for the last session after arrivals ended.
+            self.idle.notify_waiters();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_hex_counters() {
+        let ids = RequestIds::new(0xabc, 3);
+        let texts: Vec<String> = (0..300)
+            .map(|_| ids.with_next(|id| String::from_utf8(id.to_vec()).unwrap()))
+            .collect();
+        assert_eq!(texts[0], "00000abc-3-0");
+        assert_eq!(texts[10], "00000abc-3-a");
+        assert_eq!(texts[17], "00000abc-3-11");
+        assert_eq!(texts[255], "00000abc-3-ff");
+        assert_eq!(texts[256], "00000abc-3-100");
+        assert_eq!(texts[299], format!("00000abc-3-{:x}", 299));
     }
 }

@@ -1,8 +1,13 @@
-//! Engine integration tests: plans executed against the real bundled target on a free port.
+//! Engine integration tests: plans executed against the real bundled target on a free port
+//! (workload models, then scenario sessions: extraction, checks, loops, bodies, waits).
 
 use barrage_engine::{run, RunControl};
+use barrage_metrics::RunMetrics;
 use barrage_plan::*;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+mod support;
+use support::*;
 
 fn target() -> barrage_target::RunningTarget {
     barrage_target::spawn(barrage_target::TargetConfig {
@@ -53,6 +58,12 @@ fn open_arrivals_follow_the_rate_and_every_session_completes() {
         },
     );
     let outcome = run(&plan, &RunControl::default()).unwrap();
+    // The run ends when the last session does, not at the end of the grace period.
+    assert!(
+        outcome.elapsed < Duration::from_millis(4500),
+        "took {:?} for 3 s of arrivals",
+        outcome.elapsed
+    );
     let s = outcome.metrics.sessions;
     // 300 expected; a Poisson count has sd ~17, so ±5 sd.
     assert!((s.started as f64 - 300.0).abs() < 87.0, "{s:?}");
@@ -114,4 +125,414 @@ fn sessions_running_past_the_grace_period_are_interrupted() {
     assert!(s.started > 0);
     assert_eq!((s.completed, s.interrupted), (0, s.started), "{s:?}");
     target.shutdown();
+}
+
+// ---- scenario sessions ----
+
+fn run_plan(plan: &Plan) -> RunMetrics {
+    run(plan, &RunControl::default()).unwrap().metrics
+}
+
+#[test]
+fn token_flow_extracts_asserts_and_loops_a_random_number_of_times() {
+    let target = target();
+    let mut get_token = RequestStep::simple(Method::Post, "/random/get_token?channel=:id", 0);
+    get_token.params.push((
+        "id".into(),
+        Value::Column {
+            var: "channel".into(),
+            column: "id".into(),
+        },
+    ));
+    get_token.extraction.push(jsonpath("token", "$.token"));
+    let steps = vec![
+        Step::Bind {
+            var: "channel".into(),
+            binding: Binding::PickRow {
+                source: 0,
+                sequential: false,
+            },
+        },
+        Step::Request(get_token),
+        check("token present", var("token"), "!=", Value::text(""), true),
+        Step::Bind {
+            var: "n".into(),
+            binding: Binding::RandomNumber { min: 3, max: 6 },
+        },
+        Step::Times {
+            count: var("n"),
+            steps: vec![
+                Step::Request(get("/ping?token=:token", 1)),
+                check(
+                    "ping ok",
+                    Value::LastStatus,
+                    "==",
+                    Value::Number { value: 200.0 },
+                    false,
+                ),
+            ],
+        },
+    ];
+    let mut plan = scenario_plan(
+        target.addr(),
+        &["get_token", "ping"],
+        steps,
+        Workload::OpenArrivals(OpenArrivals {
+            phases: phases(2, 50.0),
+            max_clients: None,
+            grace_period: Duration::from_secs(5),
+        }),
+    );
+    plan.data_sources.push(DataSource {
+        name: "channels.csv".into(),
+        columns: vec!["id".into(), "name".into()],
+        rows: (1..=4)
+            .map(|i| vec![i.to_string(), format!("channel {i}")])
+            .collect(),
+    });
+    let metrics = run_plan(&plan);
+    let s = metrics.sessions;
+    assert!(s.started > 40, "{s:?}");
+    assert_eq!((s.completed, s.failed), (s.started, 0), "{s:?}");
+    assert_eq!(check_counts(&metrics, "token present"), (s.started, 0));
+    let (token, ping) = (&metrics.tags[0], &metrics.tags[1]);
+    assert_eq!(token.status.get(200), s.started);
+    assert_eq!(token.extraction_failures, 0);
+    assert_eq!(
+        ping.status.get(401),
+        0,
+        "every ping carried an issued token"
+    );
+    // One "ping ok" per loop iteration: the pings are exactly the sum of the loop counts.
+    let (ok, not_ok) = check_counts(&metrics, "ping ok");
+    assert_eq!((ok, not_ok), (ping.responses(), 0));
+    assert!(
+        (3 * s.started..=6 * s.started).contains(&ping.responses()),
+        "{} pings for {} sessions",
+        ping.responses(),
+        s.started
+    );
+    let mean = ping.responses() as f64 / s.started as f64;
+    assert!((mean - 4.5).abs() < 0.6, "mean loop count {mean}");
+    target.shutdown();
+}
+
+#[test]
+fn a_failed_assert_ends_the_session_as_failed() {
+    let target = target();
+    let steps = vec![
+        Step::Request(get("/status/404", 0)),
+        check(
+            "is 200",
+            Value::LastStatus,
+            "==",
+            Value::Number { value: 200.0 },
+            true,
+        ),
+        Step::Request(get("/", 1)),
+    ];
+    let plan = scenario_plan(target.addr(), &["404", "after"], steps, closed(2, 20));
+    let metrics = run_plan(&plan);
+    let s = metrics.sessions;
+    assert_eq!((s.started, s.completed, s.failed), (20, 0, 20), "{s:?}");
+    assert_eq!(check_counts(&metrics, "is 200"), (0, 20));
+    assert_eq!(
+        metrics.tags[1].requests(),
+        0,
+        "nothing runs after the assert"
+    );
+    target.shutdown();
+}
+
+#[test]
+fn abort_on_error_ends_the_session_and_if_follows_the_last_status() {
+    let target = target();
+    let mut abort = get("/status/500", 2);
+    abort.abort_on_error = true;
+    let steps = vec![
+        // Without abort_on_error a failure does not end the session.
+        Step::Request(get("/status/503", 0)),
+        Step::If {
+            condition: Condition {
+                value: Value::LastStatus,
+                op: CompareOp::Eq,
+                expected: Value::Number { value: 503.0 },
+            },
+            steps: vec![Step::Request(get("/", 1))],
+        },
+        Step::If {
+            condition: Condition {
+                value: Value::LastStatus,
+                op: CompareOp::Eq,
+                expected: Value::Number { value: 503.0 },
+            },
+            steps: vec![Step::Request(get("/never", 3))],
+        },
+        Step::Request(abort),
+        Step::Request(get("/", 3)),
+    ];
+    let plan = scenario_plan(
+        target.addr(),
+        &["503", "if", "500", "after"],
+        steps,
+        closed(2, 10),
+    );
+    let metrics = run_plan(&plan);
+    let s = metrics.sessions;
+    assert_eq!((s.completed, s.failed), (0, 10), "{s:?}");
+    assert_eq!(metrics.tags[1].status.get(200), 10, "the first if ran");
+    assert_eq!(metrics.tags[2].status.get(500), 10);
+    assert_eq!(
+        metrics.tags[3].requests(),
+        0,
+        "neither the second if (last status 200) nor what follows the abort ran"
+    );
+    target.shutdown();
+}
+
+#[test]
+fn headers_are_extracted_and_sent_back_and_bodies_arrive_as_built() {
+    let target = target();
+    let mut first = get("/echo", 0);
+    first.extraction.push(Extraction {
+        var: "ct".into(),
+        extractor: Extractor::Header {
+            name: "content-type".into(),
+        },
+    });
+    let mut second = get("/echo", 0);
+    second.headers.push(HeaderField {
+        name: "X-Got".into(),
+        value: Value::Concat {
+            parts: vec![Value::text("ct="), var("ct")],
+        },
+    });
+    second
+        .extraction
+        .push(jsonpath("got", "$.headers['x-got']"));
+
+    let mut gzipped = RequestStep::simple(Method::Post, "/echo", 1);
+    gzipped.body = Some(Body::Text {
+        value: Value::text("hello gzip hello gzip hello gzip"),
+    });
+    gzipped.gzip = true;
+    gzipped.extraction = vec![
+        jsonpath("encoding", "$.headers['content-encoding']"),
+        jsonpath("body_encoding", "$.body_encoding"),
+    ];
+
+    let mut form = RequestStep::simple(Method::Post, "/echo", 2);
+    form.body = Some(Body::Form {
+        fields: vec![
+            ("a b".into(), Value::text("1&2")),
+            ("r".into(), var("word")),
+        ],
+    });
+    form.extraction = vec![
+        jsonpath("form_type", "$.headers['content-type']"),
+        jsonpath("form_body", "$.body"),
+    ];
+
+    let mut json = RequestStep::simple(Method::Put, "/echo", 3);
+    json.body = Some(Body::Json {
+        template: JsonTemplate::Object {
+            fields: vec![
+                (
+                    "n".into(),
+                    JsonTemplate::Value {
+                        value: Value::Number { value: 5.0 },
+                    },
+                ),
+                ("s".into(), JsonTemplate::Value { value: var("word") }),
+                (
+                    "fixed".into(),
+                    JsonTemplate::Literal {
+                        json: "[true]".into(),
+                    },
+                ),
+            ],
+        },
+    });
+    json.extraction = vec![jsonpath("json_body", "$.body")];
+
+    let steps = vec![
+        Step::Bind {
+            var: "word".into(),
+            binding: Binding::RandomString { length: 8 },
+        },
+        Step::Request(first),
+        Step::Request(second),
+        check(
+            "header round trip",
+            var("got"),
+            "==",
+            Value::text("ct=application/json"),
+            false,
+        ),
+        Step::Request(gzipped),
+        check(
+            "gzip announced",
+            var("encoding"),
+            "==",
+            Value::text("gzip"),
+            false,
+        ),
+        check(
+            "gzip body is binary",
+            var("body_encoding"),
+            "==",
+            Value::text("base64"),
+            false,
+        ),
+        Step::Request(form),
+        check(
+            "form type",
+            var("form_type"),
+            "==",
+            Value::text("application/x-www-form-urlencoded"),
+            false,
+        ),
+        check(
+            "form body",
+            var("form_body"),
+            "=~",
+            Value::text("^a%20b=1%262&r=[A-Za-z0-9]{8}$"),
+            false,
+        ),
+        Step::Request(json),
+        check(
+            "json body",
+            var("json_body"),
+            "=~",
+            Value::text(r#"^\{"n":5,"s":"[A-Za-z0-9]{8}","fixed":\[true\]\}$"#),
+            false,
+        ),
+    ];
+    let plan = scenario_plan(
+        target.addr(),
+        &["echo", "gzip", "form", "json"],
+        steps,
+        closed(2, 6),
+    );
+    let metrics = run_plan(&plan);
+    for c in &metrics.checks {
+        assert_eq!((c.passed, c.failed), (6, 0), "{c:?}");
+    }
+    assert_eq!(metrics.checks.len(), 6);
+    assert_eq!(metrics.total().extraction_failures, 0);
+    target.shutdown();
+}
+
+#[test]
+fn failed_extractions_are_counted_and_leave_the_variable_empty() {
+    let target = target();
+    let mut request = get("/status/200", 0);
+    request.extraction.push(jsonpath("missing", "$.nope"));
+    let steps = vec![
+        Step::Request(request),
+        check("empty", var("missing"), "==", Value::text(""), false),
+    ];
+    let metrics = run_plan(&scenario_plan(target.addr(), &["t"], steps, closed(1, 3)));
+    assert_eq!(metrics.tags[0].extraction_failures, 3);
+    assert_eq!(check_counts(&metrics, "empty"), (3, 0));
+    target.shutdown();
+}
+
+#[test]
+fn waits_lengthen_sessions_but_not_latency() {
+    let target = target();
+    let steps = vec![
+        Step::Request(get("/", 0)),
+        Step::Wait(Wait::Fixed { seconds: 0.3 }),
+        Step::Request(get("/", 0)),
+    ];
+    let plan = scenario_plan(target.addr(), &["t"], steps, closed(2, 4));
+    let started = Instant::now();
+    let metrics = run_plan(&plan);
+    // Each VU runs two sessions, each waiting 0.3 s.
+    assert!(started.elapsed() >= Duration::from_millis(600));
+    assert_eq!(metrics.sessions.completed, 4);
+    let latency = &metrics.tags[0].latency;
+    assert_eq!(latency.count(), 8);
+    assert!(
+        latency.max_micros() < 250_000,
+        "the request after a wait counts from its own start"
+    );
+    target.shutdown();
+}
+
+#[test]
+fn for_ever_runs_until_the_hard_stop_and_counts_as_interrupted() {
+    let target = target();
+    let steps = vec![Step::ForEver {
+        steps: vec![
+            Step::Request(get("/", 0)),
+            Step::Wait(Wait::Uniform {
+                min: 0.01,
+                max: 0.03,
+            }),
+        ],
+    }];
+    let workload = Workload::ClosedVus(ClosedVus {
+        vus: 2,
+        duration: Some(Duration::from_millis(800)),
+        iterations: None,
+    });
+    let metrics = run_plan(&scenario_plan(target.addr(), &["t"], steps, workload));
+    let s = metrics.sessions;
+    assert_eq!((s.started, s.completed, s.interrupted), (2, 0, 2), "{s:?}");
+    assert!(metrics.tags[0].status.get(200) > 20);
+    target.shutdown();
+}
+
+#[test]
+fn every_request_carries_a_unique_request_id() {
+    let (addr, ids) = recording_server();
+    let steps = vec![
+        Step::Request(get("/static", 0)),
+        Step::Request(get("/dynamic?w=:w", 0)),
+        Step::Bind {
+            var: "w".into(),
+            binding: Binding::Uuid,
+        },
+    ];
+    let plan = scenario_plan(addr, &["t"], steps, closed(4, 50));
+    let metrics = run_plan(&plan);
+    assert_eq!(metrics.tags[0].status.get(200), 100);
+    let ids = ids.lock().unwrap();
+    assert_eq!(ids.len(), 100);
+    let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!(distinct.len(), 100, "ids repeat: {ids:?}");
+    assert!(ids.iter().all(|id| id.split('-').count() == 3), "{ids:?}");
+}
+
+#[test]
+fn a_for_ever_loop_of_instant_failures_still_stops_at_the_deadline() {
+    // The name does not resolve, so every request fails without awaiting anything: the
+    // client must still yield, or the worker would never see its deadline.
+    let steps = vec![Step::ForEver {
+        steps: vec![Step::Request(get("/", 0))],
+    }];
+    let mut plan = scenario_plan(
+        "127.0.0.1:9".parse().unwrap(),
+        &["t"],
+        steps,
+        Workload::ClosedVus(ClosedVus {
+            vus: 1,
+            duration: Some(Duration::from_millis(300)),
+            iterations: None,
+        }),
+    );
+    plan.target = Target::parse("http://barrage-test.invalid:80").unwrap();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(run(&plan, &RunControl::default()));
+    });
+    let outcome = finished
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the run ends at its deadline")
+        .unwrap();
+    let s = outcome.metrics.sessions;
+    assert_eq!((s.started, s.interrupted), (1, 1), "{s:?}");
+    assert!(outcome.metrics.tags[0].error_count() > 100);
 }

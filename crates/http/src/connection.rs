@@ -1,18 +1,16 @@
-//! One HTTP/1.1 connection: write a prepared request, read and frame the response, time each phase.
+//! One HTTP/1.1 connection: write prepared bytes, read and frame the response (capturing what
+//! the caller asked for), time each phase. The read buffer is borrowed per exchange.
 
+use crate::buffers::{ReadBuffers, MAX_HEAD};
+use crate::capture::Capture;
 use crate::classify::classify_io_error;
-use crate::framing::{parse_head, BodyFraming, ChunkedDecoder};
-use crate::request::RequestBytes;
+use crate::framing::{parse_head_with, BodyFraming, ChunkedDecoder};
 use barrage_metrics::ErrorKind;
 use std::io;
 use std::net::SocketAddr;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// Read buffer size; a response head must fit in [`MAX_HEAD`], bodies stream through.
-const READ_BUFFER: usize = 16 * 1024;
-const MAX_HEAD: usize = 64 * 1024;
 
 /// Opens a TCP connection to the first of `addrs` that accepts, with Nagle off.
 pub async fn connect(addrs: &[SocketAddr]) -> Result<TcpStream, ErrorKind> {
@@ -45,20 +43,26 @@ pub struct Exchange {
     pub done_at: Instant,
 }
 
-/// A keep-alive HTTP/1.1 connection.
+/// A keep-alive HTTP/1.1 connection. Between exchanges it holds only its socket.
 pub struct Connection {
     stream: TcpStream,
-    buf: Vec<u8>,
     exchanges: u64,
     /// Whether any byte of the current (or last) response arrived.
     response_started: bool,
+}
+
+/// Appends `data` to the capture's body sink, if it keeps the body.
+#[inline]
+fn sink(capture: &mut Option<&mut Capture<'_>>, data: &[u8]) {
+    if let Some(body) = capture.as_deref_mut().and_then(Capture::body_sink) {
+        body.extend_from_slice(data);
+    }
 }
 
 impl Connection {
     pub fn new(stream: TcpStream) -> Self {
         Self {
             stream,
-            buf: vec![0; READ_BUFFER],
             exchanges: 0,
             response_started: false,
         }
@@ -75,19 +79,27 @@ impl Connection {
         self.response_started
     }
 
-    /// Sends `request` and reads its whole response. When `body` is given, the response body
-    /// (de-chunked, not decompressed) is appended to it.
+    /// Sends `request` (a whole encoded request) and reads its whole response, with a read
+    /// buffer borrowed from `buffers` for the duration. `expects_body` is false for HEAD.
+    /// `capture` says which response headers and whether the body (de-chunked, not
+    /// decompressed) to keep.
     pub async fn exchange(
         &mut self,
-        request: &RequestBytes,
-        mut body: Option<&mut Vec<u8>>,
+        buffers: &ReadBuffers,
+        request: &[u8],
+        expects_body: bool,
+        mut capture: Option<&mut Capture<'_>>,
     ) -> Result<Exchange, ErrorKind> {
         self.response_started = false;
+        if let Some(capture) = capture.as_deref_mut() {
+            capture.start();
+        }
         self.stream
-            .write_all(request.as_bytes())
+            .write_all(request)
             .await
             .map_err(|e| classify_io_error(&e, false))?;
         let written_at = Instant::now();
+        let mut buf = buffers.lend();
 
         // Read until the head is complete, skipping interim 1xx responses.
         let mut filled = 0;
@@ -95,9 +107,14 @@ impl Connection {
         let mut first_byte_at = None;
         let head = loop {
             if filled > 0 {
-                match parse_head(&self.buf[..filled], request.expects_body()) {
+                let parsed = parse_head_with(&buf[..filled], expects_body, |name, value| {
+                    if let Some(capture) = capture.as_deref_mut() {
+                        capture.header(name, value);
+                    }
+                });
+                match parsed {
                     Ok(Some(head)) if head.status < 200 && head.status != 101 => {
-                        self.buf.copy_within(head.head_len..filled, 0);
+                        buf.copy_within(head.head_len..filled, 0);
                         filled -= head.head_len;
                         continue;
                     }
@@ -106,13 +123,14 @@ impl Connection {
                     Err(_) => return Err(ErrorKind::Malformed),
                 }
             }
-            if filled == self.buf.len() {
-                if self.buf.len() >= MAX_HEAD {
+            if filled == buf.len() {
+                if buf.len() >= MAX_HEAD {
                     return Err(ErrorKind::Malformed);
                 }
-                self.buf.resize(self.buf.len() * 2, 0);
+                let doubled = buf.len() * 2;
+                buf.resize(doubled, 0);
             }
-            let n = self.read_into(filled).await?;
+            let n = self.read_into(&mut buf[filled..]).await?;
             first_byte_at.get_or_insert_with(Instant::now);
             filled += n;
             received += n as u64;
@@ -126,20 +144,16 @@ impl Connection {
             BodyFraming::Length(length) => {
                 let available = (filled - start) as u64;
                 let take = available.min(length) as usize;
-                if let Some(sink) = body.as_deref_mut() {
-                    sink.extend_from_slice(&self.buf[start..start + take]);
-                }
+                sink(&mut capture, &buf[start..start + take]);
                 // Bytes past the body mean the server pipelined something we did not ask for.
                 keep_alive &= available <= length;
                 let mut remaining = length - take as u64;
                 body_bytes = take as u64;
                 while remaining > 0 {
-                    let n = self.read_into(0).await?;
+                    let n = self.read_into(&mut buf[..]).await?;
                     received += n as u64;
                     let take = (n as u64).min(remaining) as usize;
-                    if let Some(sink) = body.as_deref_mut() {
-                        sink.extend_from_slice(&self.buf[..take]);
-                    }
+                    sink(&mut capture, &buf[..take]);
                     remaining -= take as u64;
                     body_bytes += take as u64;
                     keep_alive &= n == take;
@@ -150,11 +164,9 @@ impl Connection {
                 let mut pending_from = start;
                 loop {
                     let used = decoder
-                        .feed(&self.buf[pending_from..filled], |data| {
+                        .feed(&buf[pending_from..filled], |data| {
                             body_bytes += data.len() as u64;
-                            if let Some(sink) = body.as_deref_mut() {
-                                sink.extend_from_slice(data);
-                            }
+                            sink(&mut capture, data);
                         })
                         .map_err(|_| ErrorKind::Malformed)?;
                     pending_from += used;
@@ -163,36 +175,33 @@ impl Connection {
                         break;
                     }
                     // Keep the unconsumed tail (a partial size line) and read more after it.
-                    self.buf.copy_within(pending_from..filled, 0);
+                    buf.copy_within(pending_from..filled, 0);
                     filled -= pending_from;
                     pending_from = 0;
-                    if filled == self.buf.len() {
+                    if filled == buf.len() {
                         return Err(ErrorKind::Malformed);
                     }
-                    let n = self.read_into(filled).await?;
+                    let n = self.read_into(&mut buf[filled..]).await?;
                     filled += n;
                     received += n as u64;
                 }
             }
             BodyFraming::UntilClose => {
                 body_bytes = (filled - start) as u64;
-                if let Some(sink) = body.as_deref_mut() {
-                    sink.extend_from_slice(&self.buf[start..filled]);
-                }
+                sink(&mut capture, &buf[start..filled]);
                 loop {
-                    let n = match self.stream.read(&mut self.buf[..]).await {
+                    let n = match self.stream.read(&mut buf[..]).await {
                         Ok(0) => break,
                         Ok(n) => n,
                         Err(e) => return Err(classify_io_error(&e, false)),
                     };
                     received += n as u64;
                     body_bytes += n as u64;
-                    if let Some(sink) = body.as_deref_mut() {
-                        sink.extend_from_slice(&self.buf[..n]);
-                    }
+                    sink(&mut capture, &buf[..n]);
                 }
             }
         }
+        drop(buf);
         self.exchanges += 1;
         Ok(Exchange {
             status: head.status,
@@ -205,10 +214,10 @@ impl Connection {
         })
     }
 
-    /// Reads into the buffer from `offset`; end of stream before a response is complete is an
-    /// error (the peer closed early).
-    async fn read_into(&mut self, offset: usize) -> Result<usize, ErrorKind> {
-        match self.stream.read(&mut self.buf[offset..]).await {
+    /// Reads into `buf`; end of stream before a response is complete is an error (the peer
+    /// closed early).
+    async fn read_into(&mut self, buf: &mut [u8]) -> Result<usize, ErrorKind> {
+        match self.stream.read(buf).await {
             Ok(0) => Err(classify_io_error(
                 &io::Error::from(io::ErrorKind::UnexpectedEof),
                 false,
@@ -225,7 +234,8 @@ impl Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::request::RequestSpec;
+    use crate::capture::Captured;
+    use crate::request::{RequestBytes, RequestSpec};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 
@@ -277,20 +287,42 @@ mod tests {
         for pieces in [false, true] {
             let addr = serve(responses.clone(), pieces).await;
             let mut conn = Connection::new(connect(&[addr]).await.unwrap());
-            let mut body = Vec::new();
-            let first = conn.exchange(&get(), Some(&mut body)).await.unwrap();
+            let buffers = ReadBuffers::new();
+            let request = get();
+            let mut captured = Captured::default();
+            let names = vec!["content-length".to_string()];
+            let mut capture = Capture {
+                headers: &names,
+                body: true,
+                into: &mut captured,
+            };
+            let first = conn
+                .exchange(&buffers, request.as_bytes(), true, Some(&mut capture))
+                .await
+                .unwrap();
             assert_eq!(
                 (first.status, first.body_bytes, first.keep_alive),
                 (200, 5, true)
             );
-            assert_eq!(body, b"hello");
-            body.clear();
-            let second = conn.exchange(&get(), Some(&mut body)).await.unwrap();
+            assert_eq!(capture.into.body(), b"hello");
+            assert_eq!(capture.into.header(0), Some(&b"5"[..]));
+            assert_eq!(buffers.idle(), 1, "the read buffer is back in the pool");
+            let second = conn
+                .exchange(&buffers, request.as_bytes(), true, Some(&mut capture))
+                .await
+                .unwrap();
             assert_eq!((second.status, second.body_bytes), (201, 3));
-            assert_eq!(body, b"abc");
-            let third = conn.exchange(&get(), None).await.unwrap();
+            assert_eq!(captured.body(), b"abc");
+            assert_eq!(captured.header(0), None);
+            let third = conn
+                .exchange(&buffers, request.as_bytes(), true, None)
+                .await
+                .unwrap();
             assert_eq!(third.status, 404);
-            let fourth = conn.exchange(&get(), None).await.unwrap();
+            let fourth = conn
+                .exchange(&buffers, request.as_bytes(), true, None)
+                .await
+                .unwrap();
             assert_eq!(
                 (fourth.status, fourth.body_bytes, fourth.keep_alive),
                 (200, 11, false)
@@ -307,15 +339,20 @@ mod tests {
         )
         .await;
         let mut conn = Connection::new(connect(&[addr]).await.unwrap());
+        let buffers = ReadBuffers::new();
         assert_eq!(
-            conn.exchange(&get(), None).await.unwrap_err(),
+            conn.exchange(&buffers, get().as_bytes(), true, None)
+                .await
+                .unwrap_err(),
             ErrorKind::Closed
         );
 
         let addr = serve(vec![b"NOT HTTP AT ALL\r\n\r\n"], false).await;
         let mut conn = Connection::new(connect(&[addr]).await.unwrap());
         assert_eq!(
-            conn.exchange(&get(), None).await.unwrap_err(),
+            conn.exchange(&buffers, get().as_bytes(), true, None)
+                .await
+                .unwrap_err(),
             ErrorKind::Malformed
         );
     }

@@ -36,6 +36,16 @@ pub struct ResponseHead {
 
 /// Parses a response head from the start of `buf`. `Ok(None)` means more bytes are needed.
 pub fn parse_head(buf: &[u8], expects_body: bool) -> Result<Option<ResponseHead>, FramingError> {
+    parse_head_with(buf, expects_body, |_, _| {})
+}
+
+/// [`parse_head`], handing every header of a complete, final (not interim 1xx) head to
+/// `on_header` as `(name, value)`.
+pub fn parse_head_with(
+    buf: &[u8],
+    expects_body: bool,
+    mut on_header: impl FnMut(&str, &[u8]),
+) -> Result<Option<ResponseHead>, FramingError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut headers);
     let head_len = match response.parse(buf) {
@@ -52,7 +62,11 @@ pub fn parse_head(buf: &[u8], expects_body: bool) -> Result<Option<ResponseHead>
     let mut keep_alive = response.version == Some(1);
     let mut content_length: Option<u64> = None;
     let mut chunked = false;
+    let is_final = status >= 200 || status == 101;
     for header in response.headers.iter() {
+        if is_final {
+            on_header(header.name, header.value);
+        }
         if header.name.eq_ignore_ascii_case("content-length") {
             let value = std::str::from_utf8(header.value)
                 .ok()
@@ -191,6 +205,23 @@ mod tests {
         assert_eq!(head.body, BodyFraming::Length(5));
         assert!(head.keep_alive);
         assert_eq!(&raw[head.head_len..], b"hello");
+    }
+
+    #[test]
+    fn headers_of_final_heads_reach_the_callback() {
+        let raw = b"HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Length: 0\r\n\r\n";
+        let mut seen = Vec::new();
+        parse_head_with(raw, true, |n, v| seen.push((n.to_string(), v.to_vec())))
+            .unwrap()
+            .unwrap();
+        assert_eq!(seen[0], ("X-A".to_string(), b"1".to_vec()));
+        let mut calls = 0;
+        parse_head_with(b"HTTP/1.1 100 Continue\r\nX-A: 1\r\n\r\n", true, |_, _| {
+            calls += 1
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!(calls, 0, "interim heads are skipped");
     }
 
     #[test]

@@ -1,4 +1,6 @@
-//! The client side of HTTP: requests serialised once, connections, response framing, and the
+//! The client side of HTTP: requests serialised once (and the header rules per-client request
+//! builders share), connections, response framing, capture of selected response headers and
+//! bodies, read buffers pooled per thread (an idle connection holds none), and the
 //! classification of every failure into a [`barrage_metrics::ErrorKind`].
 //!
 //! HTTP/1.1 is implemented here directly on tokio's `TcpStream` with `httparse` for the
@@ -6,14 +8,23 @@
 //! response path that allocates nothing per request, neither of which a general client
 //! exposes. BENCHMARKS.md records the side-by-side measurement against hyper's client.
 
+mod buffers;
+mod capture;
 mod classify;
 mod connection;
 mod framing;
 mod request;
 mod resolve;
 
+pub use buffers::ReadBuffers;
+pub use capture::{Capture, Captured, ContentCoding};
 pub use classify::classify_io_error;
 pub use connection::{connect, Connection, Exchange};
-pub use framing::{parse_head, BodyFraming, ChunkedDecoder, FramingError, ResponseHead};
-pub use request::{RequestBytes, RequestError, RequestSpec};
+pub use framing::{
+    parse_head, parse_head_with, BodyFraming, ChunkedDecoder, FramingError, ResponseHead,
+};
+pub use request::{
+    default_headers, is_clean_path, is_header_value_byte, is_path_byte, is_token,
+    method_sends_length, RequestBytes, RequestError, RequestSpec,
+};
 pub use resolve::resolve;

@@ -1,4 +1,5 @@
-//! Requests serialised to bytes once, so sending one costs a single write of ready bytes.
+//! Requests serialised to bytes once, so sending one costs a single write of ready bytes; and
+//! the header rules (defaults, token and value checks) that per-client request builders share.
 
 use std::sync::Arc;
 
@@ -22,12 +23,23 @@ pub struct RequestSpec<'a> {
 #[derive(Debug, Clone)]
 pub struct RequestBytes {
     bytes: Arc<[u8]>,
+    /// Where the blank line that ends the head starts.
+    blank_line: usize,
     expects_body: bool,
 }
 
 impl RequestBytes {
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes
+    }
+
+    /// The head up to and including its last header line (without the blank line), and the
+    /// body: a per-request header fits between the two.
+    pub fn head_and_body(&self) -> (&[u8], &[u8]) {
+        (
+            &self.bytes[..self.blank_line],
+            &self.bytes[self.blank_line + 2..],
+        )
     }
 
     pub fn len(&self) -> usize {
@@ -56,14 +68,56 @@ pub enum RequestError {
     BadPath(String),
 }
 
-fn is_token(s: &str) -> bool {
+/// Whether `s` is an HTTP token (a valid method or header name).
+pub fn is_token(s: &str) -> bool {
     !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
+/// Whether `byte` may appear in a header value (no line breaks or control characters).
+#[inline]
+pub fn is_header_value_byte(byte: u8) -> bool {
+    byte == b'\t' || (byte >= 0x20 && byte != 0x7f)
+}
+
 fn is_clean_value(s: &str) -> bool {
-    s.bytes().all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+    s.bytes().all(is_header_value_byte)
+}
+
+/// Whether `path` can go on the request line: starts with `/`, no spaces or control bytes.
+pub fn is_clean_path(path: &str) -> bool {
+    path.starts_with('/') && path.bytes().all(is_path_byte)
+}
+
+/// Whether `byte` may appear in a request-line path.
+#[inline]
+pub fn is_path_byte(byte: u8) -> bool {
+    byte > 0x20 && byte != 0x7f
+}
+
+/// The headers barrage sends unless the request gives its own of the same name, in order;
+/// `None` means the header is not sent with these settings.
+pub fn default_headers(
+    authority: &str,
+    keep_alive: bool,
+    accept_gzip: bool,
+) -> [(&'static str, Option<&str>); 5] {
+    [
+        ("Host", Some(authority)),
+        (
+            "User-Agent",
+            Some(concat!("barrage/", env!("CARGO_PKG_VERSION"))),
+        ),
+        ("Accept", Some("*/*")),
+        ("Accept-Encoding", accept_gzip.then_some("gzip")),
+        ("Connection", (!keep_alive).then_some("close")),
+    ]
+}
+
+/// Whether a request with this method carries `Content-Length` even without a body.
+pub fn method_sends_length(method: &str) -> bool {
+    matches!(method, "POST" | "PUT" | "PATCH")
 }
 
 fn push_header(out: &mut Vec<u8>, name: &str, value: &str) {
@@ -78,7 +132,7 @@ impl RequestSpec<'_> {
         if !is_token(self.method) {
             return Err(RequestError::BadMethod(self.method.to_string()));
         }
-        if !self.path.starts_with('/') || !self.path.bytes().all(|b| b > 0x20 && b != 0x7f) {
+        if !is_clean_path(self.path) {
             return Err(RequestError::BadPath(self.path.to_string()));
         }
         for (name, value) in self.headers {
@@ -96,17 +150,7 @@ impl RequestSpec<'_> {
         };
         let mut out = Vec::with_capacity(160 + self.path.len() + self.body.map_or(0, <[u8]>::len));
         out.extend_from_slice(format!("{} {} HTTP/1.1\r\n", self.method, self.path).as_bytes());
-        let defaults: [(&str, Option<&str>); 5] = [
-            ("Host", Some(self.authority)),
-            (
-                "User-Agent",
-                Some(concat!("barrage/", env!("CARGO_PKG_VERSION"))),
-            ),
-            ("Accept", Some("*/*")),
-            ("Accept-Encoding", self.accept_gzip.then_some("gzip")),
-            ("Connection", (!self.keep_alive).then_some("close")),
-        ];
-        for (name, value) in defaults {
+        for (name, value) in default_headers(self.authority, self.keep_alive, self.accept_gzip) {
             if let Some(value) = value.filter(|_| !user_has(name)) {
                 push_header(&mut out, name, value);
             }
@@ -116,16 +160,18 @@ impl RequestSpec<'_> {
                 push_header(&mut out, name, value);
             }
         }
-        if self.body.is_some() || matches!(self.method, "POST" | "PUT" | "PATCH") {
+        if self.body.is_some() || method_sends_length(self.method) {
             let length = self.body.map_or(0, <[u8]>::len).to_string();
             push_header(&mut out, "Content-Length", &length);
         }
+        let blank_line = out.len();
         out.extend_from_slice(b"\r\n");
         if let Some(body) = self.body {
             out.extend_from_slice(body);
         }
         Ok(RequestBytes {
             bytes: out.into(),
+            blank_line,
             expects_body: self.method != "HEAD",
         })
     }
@@ -159,6 +205,9 @@ mod tests {
         assert!(text.contains("Content-Length: 5\r\n"));
         assert!(!text.contains("Connection: close"));
         assert!(text.ends_with("\r\n\r\nhello"));
+        let (head, body) = r.head_and_body();
+        assert!(head.ends_with(b"Content-Length: 5\r\n"));
+        assert_eq!(body, b"hello");
     }
 
     #[test]

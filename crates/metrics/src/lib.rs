@@ -13,6 +13,7 @@ mod series;
 pub use error_kind::ErrorKind;
 pub use latency::{LatencyHistogram, LatencyStats, MAX_TRACKABLE_MICROS, STANDARD_PERCENTILES};
 pub use run::{
-    PhaseTimings, ResponseRecord, RunMetrics, SessionCounters, StatusCounts, TagMetrics,
+    CheckCounts, PhaseTimings, ResponseRecord, RunMetrics, SessionCounters, StatusCounts,
+    TagMetrics,
 };
 pub use series::{SecondBucket, Series};

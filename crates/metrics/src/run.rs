@@ -78,6 +78,9 @@ pub struct TagMetrics {
     pub bytes_received: u64,
     /// Response body bytes as received.
     pub body_bytes: u64,
+    /// Extractions (JSONPath, regexp, header) of this tag's responses that found nothing; the
+    /// variable stays unset.
+    pub extraction_failures: u64,
 }
 
 impl TagMetrics {
@@ -116,6 +119,7 @@ impl TagMetrics {
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
         self.body_bytes += other.body_bytes;
+        self.extraction_failures += other.extraction_failures;
     }
 }
 
@@ -139,6 +143,9 @@ pub struct SessionCounters {
     pub started: u64,
     /// Ran to their end.
     pub completed: u64,
+    /// Ended early by a failed assert or a failed `abort_on_error` request.
+    #[serde(default)]
+    pub failed: u64,
     /// Still running when the run (or its grace period) ended, and stopped.
     pub interrupted: u64,
     /// Arrivals that could not start because the client limit was reached.
@@ -149,8 +156,30 @@ impl SessionCounters {
     pub fn merge(&mut self, other: &SessionCounters) {
         self.started += other.started;
         self.completed += other.completed;
+        self.failed += other.failed;
         self.interrupted += other.interrupted;
         self.dropped += other.dropped;
+    }
+}
+
+/// Pass/fail counts of one check (or assert) of the plan.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CheckCounts {
+    pub name: String,
+    /// An assert: its failure ended the session.
+    pub fatal: bool,
+    pub passed: u64,
+    pub failed: u64,
+}
+
+impl CheckCounts {
+    pub fn new(name: impl Into<String>, fatal: bool) -> Self {
+        Self {
+            name: name.into(),
+            fatal,
+            passed: 0,
+            failed: 0,
+        }
     }
 }
 
@@ -161,6 +190,9 @@ pub struct RunMetrics {
     pub series: Series,
     pub sessions: SessionCounters,
     pub connections_opened: u64,
+    /// One entry per check of the plan, in plan order (sessions in order, steps depth-first);
+    /// the engine refers to them by index.
+    pub checks: Vec<CheckCounts>,
 }
 
 impl RunMetrics {
@@ -169,6 +201,35 @@ impl RunMetrics {
             tags: (0..tag_count).map(|_| TagMetrics::default()).collect(),
             ..Self::default()
         }
+    }
+
+    /// Adds the plan's checks, `(name, fatal)` in plan order, with zero counts.
+    pub fn with_checks<N: Into<String>>(
+        mut self,
+        checks: impl IntoIterator<Item = (N, bool)>,
+    ) -> Self {
+        self.checks = checks
+            .into_iter()
+            .map(|(name, fatal)| CheckCounts::new(name, fatal))
+            .collect();
+        self
+    }
+
+    /// Counts one evaluation of check `index`.
+    #[inline]
+    pub fn record_check(&mut self, index: usize, passed: bool) {
+        let check = &mut self.checks[index];
+        if passed {
+            check.passed += 1;
+        } else {
+            check.failed += 1;
+        }
+    }
+
+    /// Counts an extraction of a `tag` response that found nothing.
+    #[inline]
+    pub fn record_extraction_failure(&mut self, tag: usize) {
+        self.tags[tag].extraction_failures += 1;
     }
 
     #[inline]
@@ -209,6 +270,16 @@ impl RunMetrics {
         self.series.merge(&other.series);
         self.sessions.merge(&other.sessions);
         self.connections_opened += other.connections_opened;
+        // Checks are aligned by index like tags; a longer `other` brings its names along.
+        for (i, theirs) in other.checks.iter().enumerate() {
+            match self.checks.get_mut(i) {
+                Some(mine) => {
+                    mine.passed += theirs.passed;
+                    mine.failed += theirs.failed;
+                }
+                None => self.checks.push(theirs.clone()),
+            }
+        }
     }
 
     /// All tags merged into one.
@@ -276,6 +347,43 @@ mod tests {
         }
         assert_eq!(merged.series, whole.series);
         assert_eq!(merged.total().requests(), 2000 + 21);
+    }
+
+    #[test]
+    fn checks_sessions_and_extraction_failures_merge_exactly() {
+        let checks = [("a", false), ("b", true)];
+        let mut one = RunMetrics::new(1).with_checks(checks);
+        let mut two = RunMetrics::new(1).with_checks(checks);
+        one.record_check(0, true);
+        one.record_check(1, false);
+        two.record_check(0, false);
+        two.record_check(1, false);
+        two.record_extraction_failure(0);
+        one.sessions.failed = 2;
+        two.sessions.failed = 3;
+        one.merge(&two);
+        assert_eq!(
+            one.checks,
+            vec![
+                CheckCounts {
+                    name: "a".into(),
+                    fatal: false,
+                    passed: 1,
+                    failed: 1
+                },
+                CheckCounts {
+                    name: "b".into(),
+                    fatal: true,
+                    passed: 0,
+                    failed: 2
+                },
+            ]
+        );
+        assert_eq!(one.sessions.failed, 5);
+        assert_eq!(one.tags[0].extraction_failures, 1);
+        let mut empty = RunMetrics::new(1);
+        empty.merge(&one);
+        assert_eq!(empty.checks, one.checks);
     }
 
     #[test]

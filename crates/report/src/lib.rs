@@ -4,7 +4,9 @@
 //! hey's layout, and `-o json` serialises it as is.
 
 mod hey;
+mod run;
 mod summary;
 
 pub use hey::render_hey;
-pub use summary::{PhaseSummary, RunInfo, Summary, TagSummary};
+pub use run::render_run;
+pub use summary::{ArrivalSummary, PhaseSummary, PlannedArrivals, RunInfo, Summary, TagSummary};

@@ -1,7 +1,8 @@
 //! The summary model: figures derived from merged metrics, serialisable as the JSON output.
 
 use barrage_metrics::{
-    LatencyHistogram, LatencyStats, RunMetrics, SecondBucket, SessionCounters, TagMetrics,
+    CheckCounts, LatencyHistogram, LatencyStats, RunMetrics, SecondBucket, SessionCounters,
+    TagMetrics,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -17,6 +18,25 @@ pub struct RunInfo {
     pub interrupted: bool,
     pub threads: usize,
     pub tags: Vec<String>,
+    /// Open model: the arrivals the plan asked for and over how long (seconds).
+    pub planned_arrivals: Option<PlannedArrivals>,
+}
+
+/// What an open workload planned, to compare with what was achieved.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PlannedArrivals {
+    pub expected: f64,
+    pub seconds: f64,
+}
+
+/// Planned against achieved arrivals.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ArrivalSummary {
+    pub planned: f64,
+    pub planned_per_second: f64,
+    /// Clients that arrived: started plus dropped.
+    pub achieved: u64,
+    pub achieved_per_second: f64,
 }
 
 /// Average, fastest and slowest of one request phase, in seconds.
@@ -52,6 +72,8 @@ pub struct TagSummary {
     pub requests: u64,
     pub responses: u64,
     pub errors: u64,
+    /// Extractions that found nothing (the variable stayed unset).
+    pub extraction_failures: u64,
     pub latency: LatencyStats,
 }
 
@@ -90,6 +112,9 @@ pub struct Summary {
     /// Error kind → count.
     pub errors_by_kind: BTreeMap<String, u64>,
     pub tags: Vec<TagSummary>,
+    /// Checks and asserts by name, passed and failed.
+    pub checks: Vec<CheckCounts>,
+    pub arrivals: Option<ArrivalSummary>,
     pub per_second: Vec<SecondBucket>,
 }
 
@@ -99,6 +124,7 @@ fn tag_summary(name: &str, tag: &TagMetrics) -> TagSummary {
         requests: tag.requests(),
         responses: tag.responses(),
         errors: tag.error_count(),
+        extraction_failures: tag.extraction_failures,
         latency: tag.latency.stats(),
     }
 }
@@ -164,6 +190,17 @@ impl Summary {
                     tag_summary(name, tag)
                 })
                 .collect(),
+            checks: metrics.checks.clone(),
+            arrivals: info.planned_arrivals.map(|planned| {
+                let achieved = metrics.sessions.started + metrics.sessions.dropped;
+                let seconds = planned.seconds.max(f64::MIN_POSITIVE);
+                ArrivalSummary {
+                    planned: planned.expected,
+                    planned_per_second: planned.expected / seconds,
+                    achieved,
+                    achieved_per_second: achieved as f64 / seconds,
+                }
+            }),
             per_second: metrics.series.seconds.clone(),
         }
     }
@@ -208,6 +245,7 @@ pub(crate) mod tests {
             interrupted: false,
             threads: 1,
             tags: vec!["GET /".into()],
+            planned_arrivals: None,
         };
         (info, metrics)
     }

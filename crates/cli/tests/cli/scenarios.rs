@@ -1,0 +1,186 @@
+//! End-to-end tests of `barrage run` and `barrage plan`: scripts compiled once, run natively
+//! against the bundled target.
+
+use crate::support::*;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Writes the heartbeat scenario (and its CSV) aimed at `target`, returns the script path.
+fn heartbeat_script(target: &Target, rate: u32, seconds: u32) -> PathBuf {
+    let csv = scratch_file(
+        "channels.csv",
+        b"id,name\n1,news\n2,sports\n3,movies\n4,kids\n",
+    );
+    let script = format!(
+        r#"definition.setTarget("http://{addr}");
+definition.setArrivalPhases([{{ duration: {seconds}, rate: {rate} }}]);
+definition.setTestOptions({{ timeout: 5, gracePeriod: 10 }});
+definition.session("heartbeat", function (session) {{
+  var row = session.ds.pickFrom(session.ds.loadStructured("{csv}"));
+  session.post("/random/get_token?channel=:id&delay=20", {{
+    tag: "get_token",
+    params: {{ id: row.get("id") }},
+    extraction: {{ jsonpath: {{ token: "$.token" }} }},
+  }});
+  session.assert("token present", session.getVar("token"), "!=", "");
+  session.times(session.ds.generate("random_number", {{ range: [3, 6] }}), function (s) {{
+    s.get("/ping?token=:token&delay=20", {{ tag: "ping" }});
+    s.waitExp(0.2);
+  }});
+}});
+"#,
+        addr = target.addr,
+        csv = csv.file_name().unwrap().to_string_lossy(),
+    );
+    scratch_file("heartbeat.js", script.as_bytes())
+}
+
+fn tag<'a>(summary: &'a Value, name: &str) -> &'a Value {
+    summary["tags"]
+        .as_array()
+        .expect("tags")
+        .iter()
+        .find(|t| t["tag"] == name)
+        .unwrap_or_else(|| panic!("no tag {name} in {summary:#}"))
+}
+
+#[test]
+fn heartbeat_scenario_runs_end_to_end() {
+    let _heavy = heavy_lock();
+    let target = Target::start_with(&["--threads", "2"]);
+    let script = heartbeat_script(&target, 100, 10);
+    let json = scratch_file("heartbeat-summary.json", b"");
+    let out = barrage(
+        &[
+            "run",
+            script.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+            "--seed",
+            "42",
+            "--threads",
+            "2",
+        ],
+        Duration::from_secs(60),
+    );
+    out.expect_success();
+    assert!(out.stdout.contains("get_token"), "{}", out.stdout);
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let sessions = &s["sessions"];
+    let completed = u(sessions, "completed");
+    assert!(completed > 0, "{s:#}");
+    assert_eq!(
+        u(sessions, "started"),
+        completed,
+        "every session ran to its end"
+    );
+    for counter in ["failed", "interrupted", "dropped"] {
+        assert_eq!(u(sessions, counter), 0, "{counter}: {sessions:#}");
+    }
+    // Arrivals are Poisson (seeded): the achieved count must be within 5 % of the plan.
+    let achieved = u(&s["arrivals"], "achieved") as f64;
+    let planned = f(&s["arrivals"], "planned");
+    assert!(
+        (achieved / planned - 1.0).abs() < 0.05,
+        "{:#}",
+        s["arrivals"]
+    );
+    // One token request per session; 3 to 6 pings each.
+    let tokens = u(tag(&s, "get_token"), "requests");
+    let pings = u(tag(&s, "ping"), "requests");
+    assert_eq!(tokens, completed);
+    assert!(
+        pings >= 3 * completed && pings <= 6 * completed,
+        "{pings} pings, {completed} sessions"
+    );
+    // Tokens really flowed: the target answers 401 to an unknown token.
+    assert_eq!(
+        s["status_codes"].get("401"),
+        None,
+        "{:#}",
+        s["status_codes"]
+    );
+    assert_eq!(u(&s["status_codes"], "200"), tokens + pings);
+    assert_eq!(u(&s, "errors"), 0);
+    let check = s["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["name"] == "token present")
+        .expect("the assert is reported");
+    assert_eq!((u(check, "passed"), u(check, "failed")), (completed, 0));
+    // Latency includes the target's 20 ms delay on every request.
+    assert!(u(&tag(&s, "ping")["latency"], "min_us") >= 20_000);
+}
+
+#[test]
+fn plan_command_prints_the_compiled_plan_with_overrides() {
+    let target = Target::start();
+    let script = heartbeat_script(&target, 100, 10);
+    let out = barrage(
+        &[
+            "plan",
+            script.to_str().unwrap(),
+            "--rate-factor",
+            "0.5",
+            "--duration-limit",
+            "2s",
+            "--seed",
+            "9",
+        ],
+        Duration::from_secs(30),
+    );
+    out.expect_success();
+    let plan: Value = serde_json::from_str(&out.stdout).expect("plan JSON");
+    assert_eq!(plan["workload"]["model"], "open_arrivals");
+    assert_eq!(plan["workload"]["phases"][0]["duration"], 2000);
+    assert_eq!(plan["workload"]["phases"][0]["rate"], 50.0);
+    assert_eq!(plan["options"]["seed"], 9);
+    assert_eq!(plan["tags"], serde_json::json!(["get_token", "ping"]));
+    assert_eq!(plan["data_sources"][0]["rows"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn script_errors_are_one_line_with_their_location() {
+    let script = scratch_file(
+        "broken.js",
+        b"definition.setTarget(\"http://127.0.0.1:1\");\ndefinition.setTargett(1);\n",
+    );
+    let out = barrage(&["run", script.to_str().unwrap()], Duration::from_secs(30));
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(lines[0].contains("broken.js:2:"), "{}", lines[0]);
+    assert!(lines[0].contains("setTargett"), "{}", lines[0]);
+
+    let missing = barrage(&["run", "/no/such/script.js"], Duration::from_secs(30));
+    assert_eq!(missing.code(), Some(2));
+    assert!(
+        missing.stderr.contains("/no/such/script.js"),
+        "{}",
+        missing.stderr
+    );
+
+    let plan = scratch_file("bad-plan.json", b"{\"format_version\": 1,\n \"name\": 3}");
+    let bad = barrage(&["run", plan.to_str().unwrap()], Duration::from_secs(30));
+    assert_eq!(bad.code(), Some(2));
+    assert!(bad.stderr.contains("bad-plan.json:2:"), "{}", bad.stderr);
+}
+
+#[test]
+fn overrides_are_validated() {
+    let target = Target::start();
+    let script = heartbeat_script(&target, 10, 1);
+    for (args, needle) in [
+        (vec!["--rate-factor", "0"], "--rate-factor"),
+        (vec!["--duration-limit", "5parsecs"], "--duration-limit"),
+        (vec!["--target", "ftp://x/"], "--target"),
+    ] {
+        let mut argv = vec!["plan", script.to_str().unwrap()];
+        argv.extend(args);
+        let out = barrage(&argv, Duration::from_secs(30));
+        assert_eq!(out.code(), Some(2), "{argv:?}: {}", out.stderr);
+        assert!(out.stderr.contains(needle), "{argv:?}: {}", out.stderr);
+    }
+}

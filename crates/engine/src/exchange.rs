@@ -1,0 +1,163 @@
+//! One request of a client: build its bytes into a pooled buffer, connect if needed, time
+//! each phase, apply the timeout, retry once a keep-alive connection the server closed while
+//! idle, record the outcome, and run the request's extractions.
+
+use crate::client::Client;
+use crate::session::request::CompiledRequest;
+use crate::session::values::Eval;
+use crate::worker::Worker;
+use barrage_http::{connect, Capture, Captured, Connection, Exchange};
+use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord};
+use std::time::{Duration, Instant};
+
+/// A completed exchange and the timings around it that the connection cannot know.
+struct Attempt {
+    exchange: Exchange,
+    connect: Option<Duration>,
+    write_started: Instant,
+}
+
+impl Client {
+    /// Sends `request`, records it, and extracts from its response. Returns false when the
+    /// request failed: a transport error, or a status of 400 or more.
+    pub(crate) async fn request(
+        &mut self,
+        worker: &Worker,
+        request: &CompiledRequest,
+        intended: Instant,
+    ) -> bool {
+        let mut bytes = worker.request_buffers.take();
+        bytes.clear();
+        worker.request_ids.with_next(|id| {
+            let cx = Eval {
+                state: &self.state,
+                data: &worker.plan.data,
+            };
+            request.build(cx, id, &mut worker.scratch.borrow_mut().build, &mut bytes)
+        });
+        let mut captured = (!request.extraction.is_empty()).then(|| worker.captures.take());
+        let sent = bytes.len() as u64;
+        let outcome = tokio::time::timeout(
+            worker.timeout,
+            attempt(
+                &mut self.connection,
+                worker,
+                &bytes,
+                request,
+                captured.as_deref_mut(),
+            ),
+        )
+        .await;
+        let capacity = bytes.capacity();
+        worker.request_buffers.give(bytes, capacity);
+        let kind = match outcome {
+            Ok(Ok(attempt)) => {
+                let exchange = attempt.exchange;
+                if !(exchange.keep_alive && worker.keep_alive) {
+                    self.connection = None;
+                }
+                worker.record_response(&ResponseRecord {
+                    tag: request.tag,
+                    second: worker.second_of(exchange.done_at),
+                    latency: exchange.done_at.saturating_duration_since(intended),
+                    phases: PhaseTimings {
+                        connect: attempt.connect,
+                        write: exchange
+                            .written_at
+                            .saturating_duration_since(attempt.write_started),
+                        wait: exchange
+                            .first_byte_at
+                            .saturating_duration_since(exchange.written_at),
+                        read: exchange
+                            .done_at
+                            .saturating_duration_since(exchange.first_byte_at),
+                    },
+                    status: exchange.status,
+                    bytes_sent: sent,
+                    bytes_received: exchange.bytes_received,
+                    body_bytes: exchange.body_bytes,
+                });
+                self.state.last_status = exchange.status;
+                if let Some(captured) = captured {
+                    let failures = request.extraction.apply(
+                        &captured,
+                        &mut worker.scratch.borrow_mut().decode,
+                        &mut self.state,
+                    );
+                    if failures > 0 {
+                        worker.record_extraction_failures(request.tag, failures);
+                    }
+                    let held = captured.retained_bytes();
+                    worker.captures.give(captured, held);
+                }
+                return exchange.status < 400;
+            }
+            Ok(Err(kind)) => kind,
+            Err(_elapsed) => ErrorKind::Timeout,
+        };
+        self.connection = None;
+        self.state.last_status = 0;
+        request.extraction.unset(&mut self.state);
+        if let Some(captured) = captured {
+            let held = captured.retained_bytes();
+            worker.captures.give(captured, held);
+        }
+        worker.record_error(request.tag, Instant::now(), kind, sent);
+        false
+    }
+}
+
+async fn attempt(
+    connection: &mut Option<Connection>,
+    worker: &Worker,
+    bytes: &[u8],
+    request: &CompiledRequest,
+    mut captured: Option<&mut Captured>,
+) -> Result<Attempt, ErrorKind> {
+    let mut connect_time = None;
+    let mut retried = false;
+    loop {
+        let reused = connection.is_some();
+        if !reused {
+            let addrs = worker.addrs.as_ref().as_ref().map_err(|kind| *kind)?;
+            let started = Instant::now();
+            let stream = connect(addrs).await?;
+            connect_time = Some(started.elapsed());
+            worker.connection_opened();
+            *connection = Some(Connection::new(stream));
+        }
+        let open = connection.as_mut().expect("connected above");
+        let mut capture = captured.as_deref_mut().map(|into| Capture {
+            headers: &request.extraction.headers,
+            body: request.extraction.body,
+            into,
+        });
+        let write_started = Instant::now();
+        match open
+            .exchange(
+                &worker.read_buffers,
+                bytes,
+                request.expects_body,
+                capture.as_mut(),
+            )
+            .await
+        {
+            Ok(exchange) => {
+                return Ok(Attempt {
+                    exchange,
+                    connect: connect_time,
+                    write_started,
+                })
+            }
+            // A keep-alive connection the server closed while idle fails before any
+            // response byte; retry such a request once on a fresh connection.
+            Err(ErrorKind::Closed | ErrorKind::Reset)
+                if reused && !retried && !open.response_started() =>
+            {
+                *connection = None;
+                retried = true;
+            }
+            Err(kind) => return Err(kind),
+        }
+    }
+}

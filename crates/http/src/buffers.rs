@@ -1,0 +1,90 @@
+//! Read buffers lent to exchanges while they run, so an idle connection (a client in think
+//! time) holds no read buffer: one pool per worker thread, no allocation per request.
+
+use std::cell::RefCell;
+use std::ops::{Deref, DerefMut};
+
+/// Size of a read buffer; a response head must fit in [`MAX_HEAD`], bodies stream through.
+pub(crate) const READ_BUFFER: usize = 16 * 1024;
+pub(crate) const MAX_HEAD: usize = 64 * 1024;
+
+/// A pool of read buffers for the connections of one thread. Exchanges borrow a buffer when
+/// they start and give it back when they end (or are cancelled), so the pool holds as many
+/// buffers as exchanges were ever in flight at once, whatever the number of connections.
+#[derive(Debug, Default)]
+pub struct ReadBuffers {
+    free: RefCell<Vec<Vec<u8>>>,
+}
+
+impl ReadBuffers {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Buffers resting in the pool.
+    pub fn idle(&self) -> usize {
+        self.free.borrow().len()
+    }
+
+    pub(crate) fn lend(&self) -> LentBuffer<'_> {
+        let buf = self
+            .free
+            .borrow_mut()
+            .pop()
+            .unwrap_or_else(|| vec![0; READ_BUFFER]);
+        LentBuffer { pool: self, buf }
+    }
+}
+
+/// A buffer on loan from a [`ReadBuffers`]; returned on drop.
+pub(crate) struct LentBuffer<'a> {
+    pool: &'a ReadBuffers,
+    buf: Vec<u8>,
+}
+
+impl Deref for LentBuffer<'_> {
+    type Target = Vec<u8>;
+    fn deref(&self) -> &Vec<u8> {
+        &self.buf
+    }
+}
+
+impl DerefMut for LentBuffer<'_> {
+    fn deref_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+}
+
+impl Drop for LentBuffer<'_> {
+    fn drop(&mut self) {
+        let mut buf = std::mem::take(&mut self.buf);
+        // A buffer grown for a large head goes back at its normal size.
+        if buf.len() > READ_BUFFER {
+            buf.truncate(READ_BUFFER);
+            buf.shrink_to_fit();
+        }
+        if let Ok(mut free) = self.pool.free.try_borrow_mut() {
+            free.push(buf);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_are_reused_and_come_back_at_normal_size() {
+        let pool = ReadBuffers::new();
+        {
+            let mut a = pool.lend();
+            let _b = pool.lend();
+            a.resize(READ_BUFFER * 2, 0);
+            assert_eq!(pool.idle(), 0);
+        }
+        assert_eq!(pool.idle(), 2);
+        let a = pool.lend();
+        assert_eq!(a.len(), READ_BUFFER);
+        assert_eq!(pool.idle(), 1);
+    }
+}

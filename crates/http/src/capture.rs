@@ -1,0 +1,131 @@
+//! What an exchange keeps of a response beyond its status and sizes: selected header values
+//! and the body, into buffers the caller reuses (nothing is allocated when nothing is asked).
+
+/// How the captured body is encoded (`Content-Encoding`), so the caller can decode it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ContentCoding {
+    #[default]
+    Identity,
+    Gzip,
+    Deflate,
+    /// A coding barrage does not decode; the body is left as it came.
+    Other,
+}
+
+impl ContentCoding {
+    fn parse(value: &[u8]) -> ContentCoding {
+        let value = value.trim_ascii();
+        if value.is_empty() || value.eq_ignore_ascii_case(b"identity") {
+            ContentCoding::Identity
+        } else if value.eq_ignore_ascii_case(b"gzip") || value.eq_ignore_ascii_case(b"x-gzip") {
+            ContentCoding::Gzip
+        } else if value.eq_ignore_ascii_case(b"deflate") {
+            ContentCoding::Deflate
+        } else {
+            ContentCoding::Other
+        }
+    }
+}
+
+/// Captured parts of one response; keep one around and pass it again, its buffers are reused.
+#[derive(Debug, Default)]
+pub struct Captured {
+    body: Vec<u8>,
+    coding: ContentCoding,
+    /// Captured header values, one after the other.
+    values: Vec<u8>,
+    /// Per requested header name: where its value lies in `values`, if the response had it.
+    spans: Vec<Option<(u32, u32)>>,
+}
+
+impl Captured {
+    /// The response body (de-chunked, still content-encoded), when it was asked for.
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// The body's `Content-Encoding`.
+    pub fn coding(&self) -> ContentCoding {
+        self.coding
+    }
+
+    /// The value of the `index`-th requested header (the first one, if it was repeated).
+    pub fn header(&self, index: usize) -> Option<&[u8]> {
+        let (start, end) = (*self.spans.get(index)?)?;
+        Some(&self.values[start as usize..end as usize])
+    }
+
+    /// Empties everything, keeping the allocations.
+    pub fn clear(&mut self) {
+        self.body.clear();
+        self.coding = ContentCoding::Identity;
+        self.values.clear();
+        self.spans.clear();
+    }
+
+    /// Bytes of buffer this holds on to (to decide whether keeping it for reuse is worth it).
+    pub fn retained_bytes(&self) -> usize {
+        self.body.capacity() + self.values.capacity()
+    }
+}
+
+/// What to capture in an exchange, and where.
+#[derive(Debug)]
+pub struct Capture<'a> {
+    /// Response headers to capture, by name (case-insensitive).
+    pub headers: &'a [String],
+    /// Whether to keep the body.
+    pub body: bool,
+    pub into: &'a mut Captured,
+}
+
+impl Capture<'_> {
+    pub(crate) fn start(&mut self) {
+        self.into.clear();
+        self.into.spans.resize(self.headers.len(), None);
+    }
+
+    pub(crate) fn header(&mut self, name: &str, value: &[u8]) {
+        if self.body && name.eq_ignore_ascii_case("content-encoding") {
+            self.into.coding = ContentCoding::parse(value);
+        }
+        for (wanted, span) in self.headers.iter().zip(self.into.spans.iter_mut()) {
+            if span.is_none() && wanted.eq_ignore_ascii_case(name) {
+                let start = self.into.values.len();
+                self.into.values.extend_from_slice(value);
+                *span = Some((start as u32, self.into.values.len() as u32));
+            }
+        }
+    }
+
+    #[inline]
+    pub(crate) fn body_sink(&mut self) -> Option<&mut Vec<u8>> {
+        self.body.then_some(&mut self.into.body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captures_first_value_of_each_requested_header_and_the_coding() {
+        let names = vec!["x-id".to_string(), "Missing".to_string()];
+        let mut captured = Captured::default();
+        let mut capture = Capture {
+            headers: &names,
+            body: true,
+            into: &mut captured,
+        };
+        capture.start();
+        capture.header("X-Id", b"abc");
+        capture.header("x-id", b"second");
+        capture.header("Content-Encoding", b" GZIP ");
+        assert_eq!(captured.header(0), Some(&b"abc"[..]));
+        assert_eq!(captured.header(1), None);
+        assert_eq!(captured.header(2), None);
+        assert_eq!(captured.coding(), ContentCoding::Gzip);
+        assert_eq!(ContentCoding::parse(b"br"), ContentCoding::Other);
+        assert_eq!(ContentCoding::parse(b"deflate"), ContentCoding::Deflate);
+    }
+}

@@ -1,0 +1,199 @@
+//! The `barrage run` text summary: sessions, arrivals planned against achieved, a per-tag
+//! latency table, status codes and errors.
+
+use crate::summary::Summary;
+use std::fmt::Write;
+
+/// Formats microseconds for a table cell: µs below 1 ms, ms below 10 s, else seconds.
+fn duration_cell(us: u64) -> String {
+    match us {
+        0..=999 => format!("{us}µs"),
+        1_000..=9_999_999 => format!("{:.2}ms", us as f64 / 1e3),
+        _ => format!("{:.2}s", us as f64 / 1e6),
+    }
+}
+
+fn percentile(stats: &barrage_metrics::LatencyStats, p: f64) -> String {
+    duration_cell(stats.percentile(p).unwrap_or(0))
+}
+
+/// Renders a scenario run's summary.
+pub fn render_run(summary: &Summary) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n{} → {}  ({:.1} s, {} worker thread{}){}",
+        summary.name,
+        summary.target,
+        summary.total_s,
+        summary.threads,
+        if summary.threads == 1 { "" } else { "s" },
+        if summary.interrupted {
+            "  [interrupted]"
+        } else {
+            ""
+        }
+    );
+    let s = &summary.sessions;
+    let _ = writeln!(
+        out,
+        "\nsessions   started {}  completed {}  failed {}  interrupted {}  dropped {}",
+        s.started, s.completed, s.failed, s.interrupted, s.dropped
+    );
+    if let Some(a) = &summary.arrivals {
+        let deviation = if a.planned > 0.0 {
+            (a.achieved as f64 / a.planned - 1.0) * 100.0
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            out,
+            "arrivals   planned {:.0} ({:.1}/s)  achieved {} ({:.1}/s, {deviation:+.1}%)",
+            a.planned, a.planned_per_second, a.achieved, a.achieved_per_second
+        );
+    }
+    let _ = writeln!(
+        out,
+        "requests   {}  ({:.1}/s)  responses {}  errors {}  data received {} bytes",
+        summary.requests,
+        summary.requests as f64 / summary.total_s.max(f64::MIN_POSITIVE),
+        summary.responses,
+        summary.errors,
+        summary.bytes_received
+    );
+
+    let header = [
+        "tag", "count", "rate/s", "min", "p50", "p90", "p95", "p99", "p99.9", "max", "errors",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
+    for tag in &summary.tags {
+        let l = &tag.latency;
+        rows.push(vec![
+            tag.tag.clone(),
+            tag.requests.to_string(),
+            format!(
+                "{:.1}",
+                tag.requests as f64 / summary.total_s.max(f64::MIN_POSITIVE)
+            ),
+            duration_cell(l.min_us),
+            percentile(l, 50.0),
+            percentile(l, 90.0),
+            percentile(l, 95.0),
+            percentile(l, 99.0),
+            percentile(l, 99.9),
+            duration_cell(l.max_us),
+            tag.errors.to_string(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let _ = writeln!(out);
+    for row in &rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let pad = widths[c] - cell.chars().count();
+            if c == 0 {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            } else {
+                line.push_str("  ");
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    let _ = writeln!(
+        out,
+        "\nlatency is measured from each request's intended start"
+    );
+
+    if !summary.checks.is_empty() {
+        let _ = writeln!(out, "\nchecks");
+        for check in &summary.checks {
+            let mark = if check.failed == 0 { "✓" } else { "✗" };
+            let kind = if check.fatal { "assert" } else { "check" };
+            let total = check.passed + check.failed;
+            let _ = writeln!(
+                out,
+                "  {mark} {kind} {}  {}/{total} passed, {} failed",
+                check.name, check.passed, check.failed
+            );
+        }
+    }
+
+    let codes: Vec<String> = summary
+        .status_codes
+        .iter()
+        .map(|(c, n)| format!("{c}: {n}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nstatus codes  {}",
+        if codes.is_empty() {
+            "(none)".into()
+        } else {
+            codes.join("  ")
+        }
+    );
+    let errors: Vec<String> = summary
+        .errors_by_kind
+        .iter()
+        .map(|(k, n)| format!("{k}: {n}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "errors        {}",
+        if errors.is_empty() {
+            "(none)".into()
+        } else {
+            errors.join("  ")
+        }
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::{PlannedArrivals, Summary};
+
+    #[test]
+    fn run_summary_has_sessions_arrivals_and_a_row_per_tag() {
+        let (mut info, mut metrics) = crate::summary::tests::sample();
+        metrics.sessions.started = 98;
+        metrics.sessions.dropped = 2;
+        metrics.checks.push(barrage_metrics::CheckCounts {
+            name: "token present".into(),
+            fatal: true,
+            passed: 97,
+            failed: 1,
+        });
+        info.planned_arrivals = Some(PlannedArrivals {
+            expected: 100.0,
+            seconds: 2.0,
+        });
+        let text = render_run(&Summary::new(&info, &metrics));
+        assert!(text.contains("sessions   started 98"), "{text}");
+        assert!(text.contains("dropped 2"), "{text}");
+        assert!(
+            text.contains("arrivals   planned 100 (50.0/s)  achieved 100 (50.0/s, +0.0%)"),
+            "{text}"
+        );
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("GET /"))
+            .expect("a row for the tag");
+        assert!(row.contains("101"), "{row}");
+        assert!(text.contains("200: 90  503: 10"), "{text}");
+        assert!(text.contains("timeout: 1"), "{text}");
+        assert!(
+            text.contains("✗ assert token present  97/98 passed, 1 failed"),
+            "{text}"
+        );
+        assert_eq!(duration_cell(999), "999µs");
+        assert_eq!(duration_cell(20_500), "20.50ms");
+        assert_eq!(duration_cell(12_000_000), "12.00s");
+    }
+}

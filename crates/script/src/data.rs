@@ -1,0 +1,147 @@
+//! Data files (`session.ds.loadStructured`): CSV, or TSV by extension, with a header row,
+//! loaded at compile time into the plan.
+
+use barrage_plan::DataSource;
+use std::path::Path;
+
+/// Why a data file could not be used (the caller adds the script location).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub(crate) enum DataError {
+    #[error("data file `{name}` not found (looked for {path})")]
+    Missing { name: String, path: String },
+    #[error("data file `{name}`: {message}")]
+    Unreadable { name: String, message: String },
+    #[error("data file `{name}` has no header row")]
+    NoHeader { name: String },
+    #[error("data file `{name}` has the column `{column}` twice in its header")]
+    DuplicateColumn { name: String, column: String },
+    #[error(
+        "data file `{name}` has no rows (only a header); a data source needs at least one row"
+    )]
+    Empty { name: String },
+    #[error("`{name}:{line}`: the row has {found} field{}, but the header has {expected}", if *found == 1 { "" } else { "s" })]
+    FieldCount {
+        name: String,
+        line: u64,
+        expected: usize,
+        found: usize,
+    },
+}
+
+/// Loads `name` (as the script wrote it) relative to `base_dir`.
+pub(crate) fn load(name: &str, base_dir: &Path) -> Result<DataSource, DataError> {
+    let path = base_dir.join(name);
+    if !path.is_file() {
+        return Err(DataError::Missing {
+            name: name.to_string(),
+            path: path.display().to_string(),
+        });
+    }
+    let tsv = path
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("tsv"));
+    let unreadable = |e: csv::Error| DataError::Unreadable {
+        name: name.to_string(),
+        message: e.to_string(),
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(if tsv { b'\t' } else { b',' })
+        .has_headers(true)
+        .flexible(true)
+        .from_path(&path)
+        .map_err(unreadable)?;
+    let columns: Vec<String> = reader
+        .headers()
+        .map_err(unreadable)?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    if columns.is_empty() || columns.iter().all(String::is_empty) {
+        return Err(DataError::NoHeader {
+            name: name.to_string(),
+        });
+    }
+    if let Some((_, column)) = columns
+        .iter()
+        .enumerate()
+        .find(|(i, c)| columns[..*i].contains(c))
+    {
+        return Err(DataError::DuplicateColumn {
+            name: name.to_string(),
+            column: column.clone(),
+        });
+    }
+    let mut rows = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(unreadable)?;
+        if record.len() != columns.len() {
+            return Err(DataError::FieldCount {
+                name: name.to_string(),
+                line: record.position().map_or(0, csv::Position::line),
+                expected: columns.len(),
+                found: record.len(),
+            });
+        }
+        rows.push(record.iter().map(str::to_string).collect());
+    }
+    if rows.is_empty() {
+        return Err(DataError::Empty {
+            name: name.to_string(),
+        });
+    }
+    Ok(DataSource {
+        name: name.to_string(),
+        columns,
+        rows,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str, content: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("barrage-script-data-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(name), content).unwrap();
+        dir
+    }
+
+    #[test]
+    fn loads_csv_and_tsv() {
+        let dir = scratch("a.csv", "id,name\n1,one\n2,\"t,wo\"\n");
+        let source = load("a.csv", &dir).unwrap();
+        assert_eq!(source.columns, vec!["id", "name"]);
+        assert_eq!(source.rows[1], vec!["2", "t,wo"]);
+        let dir = scratch("b.TSV", "id\tname\n1\ta,b\n");
+        assert_eq!(load("b.TSV", &dir).unwrap().rows, vec![vec!["1", "a,b"]]);
+    }
+
+    #[test]
+    fn reports_bad_files() {
+        let dir = scratch("short.csv", "id,name\n1,one\n2\n");
+        assert_eq!(
+            load("short.csv", &dir).unwrap_err().to_string(),
+            "`short.csv:3`: the row has 1 field, but the header has 2"
+        );
+        let dir = scratch("empty.csv", "id,name\n");
+        assert!(matches!(
+            load("empty.csv", &dir),
+            Err(DataError::Empty { .. })
+        ));
+        let dir = scratch("nothing.csv", "");
+        assert!(matches!(
+            load("nothing.csv", &dir),
+            Err(DataError::NoHeader { .. })
+        ));
+        let dir = scratch("dup.csv", "id,id\n1,2\n");
+        assert!(matches!(
+            load("dup.csv", &dir),
+            Err(DataError::DuplicateColumn { .. })
+        ));
+        assert!(matches!(
+            load("absent.csv", &dir),
+            Err(DataError::Missing { .. })
+        ));
+    }
+}

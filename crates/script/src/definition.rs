@@ -1,0 +1,360 @@
+//! The definition as a plan: target, arrival phases, test options, sessions and weights,
+//! data sources, and the plan-time checks that variables and columns exist.
+
+use crate::data;
+use crate::error::Location;
+use crate::js::{Call, Record};
+use crate::jsval::{Args, JsVal};
+use crate::steps::{SessionBuilder, Tags};
+use crate::ScriptError;
+use barrage_plan::{
+    ArrivalPhase, DataSource, Header, OpenArrivals, Plan, Session, Target, TestOptions, Workload,
+    PLAN_FORMAT_VERSION,
+};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(30);
+const TEST_OPTIONS: &[&str] = &[
+    "timeout",
+    "gracePeriod",
+    "maxClients",
+    "headers",
+    "keepAlive",
+    "compression",
+    "threads",
+    "seed",
+];
+/// The largest integer a JavaScript number holds exactly.
+const MAX_SAFE: i64 = (1 << 53) - 1;
+
+#[derive(Default)]
+struct Definition {
+    target: Option<(Target, Location)>,
+    phases: Option<(Vec<ArrivalPhase>, Location)>,
+    options: TestOptions,
+    max_clients: Option<u64>,
+    grace_period: Option<Duration>,
+    weights: Vec<(String, u32, Location)>,
+    sessions: Vec<Session>,
+}
+
+/// Builds the plan named `name` from what the script recorded.
+pub(crate) fn build(
+    record: &Record,
+    name: &str,
+    file: &str,
+    base_dir: &Path,
+) -> Result<Plan, ScriptError> {
+    let (data_sources, sources) = load_data(record, base_dir)?;
+    for use_ in &record.columns {
+        let source = &data_sources[sources[use_.source]];
+        if source.column_index(&use_.column).is_none() {
+            return Err(ScriptError::dsl(
+                &use_.loc,
+                format!(
+                    "`row.get`: column `{}` is not in `{}` (its columns: {})",
+                    use_.column,
+                    source.name,
+                    source.columns.join(", ")
+                ),
+            ));
+        }
+    }
+    let mut def = Definition::default();
+    let mut tags = Tags::default();
+    for call in &record.defs {
+        let what = format!("`definition.{}`", call.verb);
+        let a = Args {
+            what: &what,
+            loc: &call.loc,
+        };
+        match call.verb.as_str() {
+            "setTarget" => def.set_target(call, &a)?,
+            "setArrivalPhases" => def.set_phases(call, &a)?,
+            "setTestOptions" => def.set_options(call, &a)?,
+            "setSessionWeights" => {
+                a.arity(&call.args, 1, 1)?;
+                for (session, weight) in a.map(&call.args[0], "weights")? {
+                    let weight = a.integer(weight, session, 0, u32::MAX.into())? as u32;
+                    def.weights
+                        .push((session.clone(), weight, call.loc.clone()));
+                }
+            }
+            "session" => {
+                let index = def.sessions.len();
+                let session = session(record, index, call, &a, &mut tags, &sources)?;
+                if def.sessions.iter().any(|s| s.name == session.name) {
+                    return Err(a.err(format_args!(
+                        "there is already a session named `{}`",
+                        session.name
+                    )));
+                }
+                def.sessions.push(session);
+            }
+            other => return Err(a.err(format_args!("unknown definition verb `{other}`"))),
+        }
+    }
+    def.into_plan(name, file, tags, data_sources)
+}
+
+/// Loads every data file once (by resolved path); returns the sources and, for each load
+/// handle, its source index.
+fn load_data(
+    record: &Record,
+    base_dir: &Path,
+) -> Result<(Vec<DataSource>, Vec<usize>), ScriptError> {
+    let mut data_sources = Vec::new();
+    let mut paths: Vec<PathBuf> = Vec::new();
+    let mut sources = Vec::new();
+    for load in &record.loads {
+        let joined = base_dir.join(&load.file);
+        let path = joined.canonicalize().unwrap_or(joined);
+        if let Some(i) = paths.iter().position(|p| *p == path) {
+            sources.push(i);
+            continue;
+        }
+        let source = data::load(&load.file, base_dir)
+            .map_err(|e| ScriptError::dsl(&load.loc, e.to_string()))?;
+        paths.push(path);
+        data_sources.push(source);
+        sources.push(data_sources.len() - 1);
+    }
+    Ok((data_sources, sources))
+}
+
+fn session(
+    record: &Record,
+    index: usize,
+    call: &Call,
+    a: &Args,
+    tags: &mut Tags,
+    sources: &[usize],
+) -> Result<Session, ScriptError> {
+    a.arity(&call.args, 1, 2)?;
+    let name = a.string(&call.args[0], "name")?.to_string();
+    if name.is_empty() {
+        return Err(a.err("the session name must not be empty"));
+    }
+    let weight = match call.args.get(1) {
+        Some(weight) => a.integer(weight, "weight", 0, u32::MAX.into())? as u32,
+        None => 1,
+    };
+    let mut builder = SessionBuilder::new(tags, sources);
+    let steps = builder.steps(&call.steps)?;
+    if steps.is_empty() {
+        return Err(a.err(format_args!("session `{name}` has no steps")));
+    }
+    for use_ in record.get_vars.iter().filter(|u| u.session == index) {
+        if !builder.bound.contains(&use_.name) {
+            return Err(ScriptError::dsl(
+                &use_.loc,
+                format!(
+                    "`session.getVar`: variable `{}` is never extracted or bound in session `{name}` (extract it from a response with the `extraction` option)",
+                    use_.name
+                ),
+            ));
+        }
+    }
+    if let Some((var, loc)) = builder
+        .uses
+        .iter()
+        .find(|(v, _)| !builder.bound.contains(v))
+    {
+        let what = if var.starts_with("_row") {
+            "a row picked in another session".to_string()
+        } else if var.starts_with("_gen") {
+            "a value generated in another session".to_string()
+        } else {
+            format!("variable `{var}`, which is never extracted or bound in this session,")
+        };
+        return Err(ScriptError::dsl(
+            loc,
+            format!("session `{name}` uses {what}; values are per session"),
+        ));
+    }
+    Ok(Session {
+        name,
+        weight,
+        steps,
+    })
+}
+
+impl Definition {
+    fn set_target(&mut self, call: &Call, a: &Args) -> Result<(), ScriptError> {
+        a.arity(&call.args, 1, 1)?;
+        if let Some((_, first)) = &self.target {
+            return Err(a.err(format_args!("the target was already set at {first}")));
+        }
+        let url = a.string(&call.args[0], "url")?;
+        let (target, path) = Target::split_url(url).map_err(|e| a.err(e))?;
+        if path != "/" {
+            return Err(a.err(format_args!(
+                "the target is an origin (scheme, host, port), but `{url}` has the path `{path}`; put paths on the requests"
+            )));
+        }
+        self.target = Some((target, call.loc.clone()));
+        Ok(())
+    }
+
+    fn set_phases(&mut self, call: &Call, a: &Args) -> Result<(), ScriptError> {
+        a.arity(&call.args, 1, 1)?;
+        if let Some((_, first)) = &self.phases {
+            return Err(a.err(format_args!(
+                "the arrival phases were already set at {first}"
+            )));
+        }
+        let JsVal::Arr(items) = &call.args[0] else {
+            return Err(a.err(format_args!(
+                "expected an array of phases [{{duration, rate, rampTo}}], got {}",
+                call.args[0].kind()
+            )));
+        };
+        if items.is_empty() {
+            return Err(a.err("at least one arrival phase is needed"));
+        }
+        let mut phases = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let what = format!("arrival phase {}", i + 1);
+            let p = Args {
+                what: &what,
+                loc: a.loc,
+            };
+            if !matches!(item, JsVal::Obj(_)) {
+                return Err(p.err(format_args!(
+                    "expected an object {{duration, rate, rampTo}}, got {}",
+                    item.kind()
+                )));
+            }
+            let fields = p.options(item, &["duration", "rate", "rampTo"])?;
+            let required = |key: &str| {
+                let value = item.get(key);
+                if value.is_missing() {
+                    Err(p.err(format_args!("`{key}` is missing")))
+                } else {
+                    Ok(value)
+                }
+            };
+            let duration = p.duration(required("duration")?, "duration")?;
+            if duration.is_zero() {
+                return Err(p.err("`duration` must be greater than zero"));
+            }
+            let rate = p.non_negative(required("rate")?, "rate")?;
+            let ramp_to = match fields.iter().find(|(k, _)| k == "rampTo") {
+                Some((_, v)) if !v.is_missing() => Some(p.non_negative(v, "rampTo")?),
+                _ => None,
+            };
+            phases.push(ArrivalPhase {
+                duration,
+                rate,
+                ramp_to,
+            });
+        }
+        self.phases = Some((phases, call.loc.clone()));
+        Ok(())
+    }
+
+    fn set_options(&mut self, call: &Call, a: &Args) -> Result<(), ScriptError> {
+        a.arity(&call.args, 1, 1)?;
+        if !matches!(call.args[0], JsVal::Obj(_)) {
+            return Err(a.err(format_args!(
+                "expected an options object, got {}",
+                call.args[0].kind()
+            )));
+        }
+        let options = &mut self.options;
+        for (key, v) in a.options(&call.args[0], TEST_OPTIONS)? {
+            match key.as_str() {
+                "timeout" => {
+                    options.request_timeout = a.duration(v, key)?;
+                    if options.request_timeout.is_zero() {
+                        return Err(a.err("`timeout` must be greater than zero"));
+                    }
+                }
+                "gracePeriod" => self.grace_period = Some(a.duration(v, key)?),
+                "maxClients" => self.max_clients = Some(a.integer(v, key, 1, MAX_SAFE)? as u64),
+                "headers" => {
+                    options.headers = Vec::new();
+                    for (name, value) in a.map(v, key)? {
+                        let value = a.string(value, &format!("headers.{name}")).map_err(|_| {
+                            a.err(format_args!(
+                                "default header `{name}` must be fixed text (per-client values go in a request's `headers`)"
+                            ))
+                        })?;
+                        let header = Header {
+                            name: name.clone(),
+                            value: value.to_string(),
+                        };
+                        if let Some(problem) = header.problem() {
+                            return Err(a.err(problem));
+                        }
+                        options.headers.push(header);
+                    }
+                }
+                "keepAlive" => options.keep_alive = a.bool(v, key)?,
+                "compression" => options.compression = a.bool(v, key)?,
+                "threads" => options.threads = Some(a.integer(v, key, 1, 4096)? as usize),
+                _ => options.seed = Some(a.integer(v, key, 0, MAX_SAFE)? as u64),
+            }
+        }
+        Ok(())
+    }
+
+    fn into_plan(
+        mut self,
+        name: &str,
+        file: &str,
+        tags: Tags,
+        data_sources: Vec<DataSource>,
+    ) -> Result<Plan, ScriptError> {
+        let whole = Location::file(file);
+        for (session, weight, loc) in &self.weights {
+            let Some(found) = self.sessions.iter_mut().find(|s| s.name == *session) else {
+                let names: Vec<&str> = self.sessions.iter().map(|s| s.name.as_str()).collect();
+                return Err(ScriptError::dsl(
+                    loc,
+                    format!(
+                        "`definition.setSessionWeights`: there is no session named `{session}` (sessions: {})",
+                        names.join(", ")
+                    ),
+                ));
+            };
+            found.weight = *weight;
+        }
+        let Some((target, _)) = self.target else {
+            return Err(ScriptError::dsl(
+                &whole,
+                "no target: call definition.setTarget(\"http://host:port\")",
+            ));
+        };
+        let Some((phases, _)) = self.phases else {
+            return Err(ScriptError::dsl(
+                &whole,
+                "no workload: call definition.setArrivalPhases([{duration, rate}]) (closed workload models, with virtual users, are not supported in scripts yet)",
+            ));
+        };
+        if self.sessions.is_empty() {
+            return Err(ScriptError::dsl(
+                &whole,
+                "no sessions: define at least one with definition.session(name, function (session) { ... })",
+            ));
+        }
+        let plan = Plan {
+            format_version: PLAN_FORMAT_VERSION,
+            name: name.to_string(),
+            target,
+            options: self.options,
+            workload: Workload::OpenArrivals(OpenArrivals {
+                phases,
+                max_clients: self.max_clients,
+                grace_period: self.grace_period.unwrap_or(DEFAULT_GRACE_PERIOD),
+            }),
+            tags: tags.names,
+            sessions: self.sessions,
+            data_sources,
+        };
+        plan.validate()
+            .map_err(|e| ScriptError::dsl(&whole, e.to_string()))?;
+        Ok(plan)
+    }
+}

@@ -1,0 +1,268 @@
+// The DSL as the script sees it: `definition`, the `session` object, `session.ds`, rows.
+// Evaluated once before the user's script. It only RECORDS calls (verb, arguments copied at
+// call time, the stack of the call for its location, nested steps); the Rust side turns the
+// record into a plan and does all semantic checks. Per-client values (getVar, row.get,
+// generate, lastHttpStatus) are marker strings "\uE000...\uE001" that survive concatenation.
+(function () {
+  "use strict";
+  var OPEN = "\uE000";
+  var CLOSE = "\uE001";
+  var NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+  var ir = { defs: [], loads: [], getVars: [], columns: [] };
+  var loadHandles = new Map(); // file name -> handle object
+  var handles = new WeakMap(); // handle object -> index into ir.loads
+  var rowVars = new WeakMap(); // row object -> bound variable
+  var current = null; // the session being recorded: { index, stack: [steps...] }
+  var sessionCount = 0;
+  var rowCount = 0;
+  var genCount = 0;
+
+  function dslError(message) {
+    var error = new Error(message);
+    error.barrageDsl = true;
+    return error;
+  }
+
+  // Enough frames to reach the script's call through helper functions and nested blocks.
+  Error.stackTraceLimit = 64;
+
+  function here() {
+    return new Error().stack;
+  }
+
+  // A deep copy taken at call time; DSL objects become marker strings.
+  function snapshot(value, depth) {
+    if (depth > 32) {
+      throw dslError("a value is nested too deeply (is it cyclic?)");
+    }
+    if (value === null || typeof value !== "object") {
+      return value;
+    }
+    if (handles.has(value)) {
+      return OPEN + "d:" + handles.get(value) + CLOSE;
+    }
+    if (rowVars.has(value)) {
+      return OPEN + "r:" + rowVars.get(value) + CLOSE;
+    }
+    if (Array.isArray(value)) {
+      return value.map(function (item) {
+        return snapshot(item, depth + 1);
+      });
+    }
+    var copy = {};
+    Object.keys(value).forEach(function (key) {
+      copy[key] = snapshot(value[key], depth + 1);
+    });
+    return copy;
+  }
+
+  function call(verb, args, extra) {
+    var record = { verb: verb, args: snapshot(args, 0), loc: here() };
+    if (extra) {
+      Object.keys(extra).forEach(function (key) {
+        record[key] = extra[key];
+      });
+    }
+    return record;
+  }
+
+  // An object whose unknown properties are errors that name them.
+  function strict(name, verbs) {
+    return new Proxy(verbs, {
+      get: function (target, prop) {
+        if (typeof prop === "symbol") {
+          return undefined;
+        }
+        if (Object.prototype.hasOwnProperty.call(target, prop)) {
+          return target[prop];
+        }
+        throw dslError(
+          "unknown verb `" + name + "." + prop + "` (" + name + " has: " +
+            Object.keys(target).join(", ") + ")"
+        );
+      },
+      set: function (target, prop) {
+        throw dslError("`" + name + "` cannot be changed (tried to set `" + String(prop) + "`)");
+      },
+    });
+  }
+
+  function inSession(verb) {
+    if (current === null) {
+      throw dslError(
+        "`" + verb + "` can only be used while a session function runs (inside definition.session(...))"
+      );
+    }
+    return current;
+  }
+
+  function steps(verb) {
+    var session = inSession(verb);
+    return session.stack[session.stack.length - 1];
+  }
+
+  function split(verb, args) {
+    var list = Array.prototype.slice.call(args);
+    var fn = list.pop();
+    if (typeof fn !== "function") {
+      throw dslError("`" + verb + "`: the last argument must be a function");
+    }
+    return { args: list, fn: fn };
+  }
+
+  function marker(body) {
+    return OPEN + body + CLOSE;
+  }
+
+  var session;
+
+  function block(verb, args) {
+    var list = steps("session." + verb);
+    var parts = split("session." + verb, args);
+    var record = call(verb, parts.args, { steps: [] });
+    list.push(record);
+    current.stack.push(record.steps);
+    try {
+      parts.fn(session);
+    } finally {
+      current.stack.pop();
+    }
+  }
+
+  function stepVerb(verb) {
+    return function () {
+      steps("session." + verb).push(call(verb, Array.prototype.slice.call(arguments)));
+    };
+  }
+
+  function makeRow(variable, source) {
+    var row = strict("row", {
+      get: function (column) {
+        var session = inSession("row.get");
+        if (typeof column !== "string" || column.indexOf(CLOSE) >= 0) {
+          throw dslError("`row.get`: the column must be given by name, as a string");
+        }
+        ir.columns.push({
+          var: variable, source: source, column: column, loc: here(), session: session.index,
+        });
+        return marker("c:" + variable + ":" + column);
+      },
+    });
+    rowVars.set(row, variable);
+    return row;
+  }
+
+  var ds = strict("session.ds", {
+    loadStructured: function (file) {
+      inSession("session.ds.loadStructured");
+      if (typeof file !== "string" || file === "") {
+        throw dslError("`session.ds.loadStructured`: give the data file's name, as a string");
+      }
+      if (arguments.length > 1) {
+        throw dslError("`session.ds.loadStructured` takes one argument, the file name");
+      }
+      if (loadHandles.has(file)) {
+        return loadHandles.get(file);
+      }
+      var handle = Object.freeze({ file: file });
+      handles.set(handle, ir.loads.length);
+      ir.loads.push({ file: file, loc: here() });
+      loadHandles.set(file, handle);
+      return handle;
+    },
+    pickFrom: function (handle) {
+      var list = steps("session.ds.pickFrom");
+      if (!handles.has(handle)) {
+        throw dslError(
+          "`session.ds.pickFrom`: the first argument must be a data source returned by session.ds.loadStructured"
+        );
+      }
+      rowCount += 1;
+      var variable = "_row" + rowCount;
+      list.push(call("pickFrom", Array.prototype.slice.call(arguments), { var: variable }));
+      return makeRow(variable, handles.get(handle));
+    },
+    generate: function () {
+      var list = steps("session.ds.generate");
+      genCount += 1;
+      var variable = "_gen" + genCount;
+      list.push(call("generate", Array.prototype.slice.call(arguments), { var: variable }));
+      return marker("v:" + variable);
+    },
+  });
+
+  session = strict("session", {
+    get: stepVerb("get"),
+    post: stepVerb("post"),
+    put: stepVerb("put"),
+    patch: stepVerb("patch"),
+    delete: stepVerb("delete"),
+    head: stepVerb("head"),
+    options: stepVerb("options"),
+    assert: stepVerb("assert"),
+    check: stepVerb("check"),
+    wait: stepVerb("wait"),
+    waitUniform: stepVerb("waitUniform"),
+    waitExp: stepVerb("waitExp"),
+    times: function () {
+      block("times", arguments);
+    },
+    if: function () {
+      block("if", arguments);
+    },
+    forEver: function () {
+      block("forEver", arguments);
+    },
+    getVar: function (name) {
+      var active = inSession("session.getVar");
+      if (typeof name !== "string" || !NAME.test(name)) {
+        throw dslError(
+          "`session.getVar`: `" + String(name) +
+            "` is not a variable name (letters, digits and _, not starting with a digit)"
+        );
+      }
+      ir.getVars.push({ name: name, loc: here(), session: active.index });
+      return marker("v:" + name);
+    },
+    lastHttpStatus: function () {
+      inSession("session.lastHttpStatus");
+      return marker("s");
+    },
+    ds: ds,
+  });
+
+  var definition = strict("definition", {
+    setTarget: function () {
+      ir.defs.push(call("setTarget", Array.prototype.slice.call(arguments)));
+    },
+    setArrivalPhases: function () {
+      ir.defs.push(call("setArrivalPhases", Array.prototype.slice.call(arguments)));
+    },
+    setTestOptions: function () {
+      ir.defs.push(call("setTestOptions", Array.prototype.slice.call(arguments)));
+    },
+    setSessionWeights: function () {
+      ir.defs.push(call("setSessionWeights", Array.prototype.slice.call(arguments)));
+    },
+    session: function () {
+      if (current !== null) {
+        throw dslError("`definition.session` cannot be called inside a session function");
+      }
+      var parts = split("definition.session", arguments);
+      var record = call("session", parts.args, { steps: [] });
+      ir.defs.push(record);
+      current = { index: sessionCount, stack: [record.steps] };
+      sessionCount += 1;
+      try {
+        parts.fn(session);
+      } finally {
+        current = null;
+      }
+    },
+  });
+
+  Object.defineProperty(globalThis, "definition", {
+    value: definition, writable: false, enumerable: false, configurable: false,
+  });
+  return ir;
+})()

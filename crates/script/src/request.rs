@@ -1,0 +1,307 @@
+//! Request steps: options, paths and their `:name` placeholders (checked to resolve),
+//! headers, bodies, extraction; and the variables any step reads.
+
+use crate::js::Call;
+use crate::jsval::{Args, JsVal};
+use crate::steps::SessionBuilder;
+use crate::value::{self, parts, Part};
+use crate::ScriptError;
+use barrage_plan::{
+    Body, Extraction, Extractor, Header, HeaderField, JsonTemplate, Method, RequestStep, Step,
+    Value,
+};
+
+const REQUEST_OPTIONS: &[&str] = &[
+    "tag",
+    "params",
+    "headers",
+    "payload",
+    "gzip",
+    "extraction",
+    "abort_on_error",
+];
+
+fn is_name_start(c: char) -> bool {
+    c.is_ascii_alphabetic() || c == '_'
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// Whether `name` can be a variable (and so a placeholder) name.
+pub(crate) fn is_var_name(name: &str) -> bool {
+    name.starts_with(is_name_start) && name.chars().all(is_name_char)
+}
+
+/// Names generated for `pickFrom`/`generate` bindings, which scripts may not extract into.
+fn is_reserved(name: &str) -> bool {
+    ["_row", "_gen"].iter().any(|prefix| {
+        name.strip_prefix(prefix)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
+/// The `:name` placeholders of a path, in order: `:` then a letter or `_`, then letters,
+/// digits and `_`.
+pub(crate) fn placeholders(path: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut rest = path;
+    while let Some(at) = rest.find(':') {
+        let after = &rest[at + 1..];
+        let end = after.find(|c| !is_name_char(c)).unwrap_or(after.len());
+        if after.starts_with(is_name_start) {
+            found.push(&after[..end]);
+            rest = &after[end..];
+        } else {
+            rest = after;
+        }
+    }
+    found
+}
+
+impl SessionBuilder<'_> {
+    pub(crate) fn request(
+        &mut self,
+        method: Method,
+        call: &Call,
+        a: &Args,
+    ) -> Result<RequestStep, ScriptError> {
+        a.arity(&call.args, 1, 2)?;
+        let none = JsVal::Undefined;
+        let mut request = RequestStep::simple(method, "", 0);
+        let mut tag = None;
+        for (key, v) in a.options(call.args.get(1).unwrap_or(&none), REQUEST_OPTIONS)? {
+            match key.as_str() {
+                "tag" => {
+                    let text = a.string(v, "tag")?;
+                    if text.is_empty() {
+                        return Err(a.err("`tag` must not be empty"));
+                    }
+                    tag = Some(text.to_string());
+                }
+                "params" => request.params = value::pairs(v, a, "params")?,
+                "headers" => request.headers = headers(v, a)?,
+                "payload" => request.body = Some(value::body(v, a)?),
+                "gzip" => request.gzip = a.bool(v, "gzip")?,
+                "extraction" => request.extraction = extraction(v, a)?,
+                _ => request.abort_on_error = a.bool(v, "abort_on_error")?,
+            }
+        }
+        if request.gzip && request.body.is_none() {
+            return Err(a.err("`gzip: true` needs a `payload` to compress"));
+        }
+        let path_text = match &call.args[0] {
+            JsVal::Str(text) => text,
+            other => return Err(a.err(format_args!("the path must be text, got {}", other.kind()))),
+        };
+        let display = self.path(path_text, &mut request, a)?;
+        if !request.path.starts_with('/') {
+            return Err(a.err(format_args!(
+                "the path `{display}` must start with `/` (the target is set with definition.setTarget)"
+            )));
+        }
+        self.check_placeholders(&request, a)?;
+        request.tag = self
+            .tags
+            .intern(&tag.unwrap_or_else(|| format!("{} {display}", method.as_str())));
+        for extraction in &request.extraction {
+            self.bound.insert(extraction.var.clone());
+        }
+        Ok(request)
+    }
+
+    /// Sets the request's path; per-client values in it become generated `:_pN` placeholders
+    /// with params. Returns the path as shown in the default tag (`:var` for each value).
+    fn path(&self, text: &str, request: &mut RequestStep, a: &Args) -> Result<String, ScriptError> {
+        let pieces = parts(text);
+        let mut display = String::new();
+        for (i, piece) in pieces.iter().enumerate() {
+            match piece {
+                Part::Text(text) => {
+                    request.path.push_str(text);
+                    display.push_str(text);
+                }
+                Part::Value(value) => {
+                    if let Some(Part::Text(next)) = pieces.get(i + 1) {
+                        if next.starts_with(is_name_char) {
+                            return Err(a.err(format_args!(
+                                "a per-client value in the path is followed by `{}`, which would continue its placeholder name; use a `:name` placeholder with `params` instead",
+                                next.chars().next().unwrap_or_default()
+                            )));
+                        }
+                    }
+                    let name = (1..)
+                        .map(|n| format!("_p{n}"))
+                        .find(|name| {
+                            request.params.iter().all(|(p, _)| p != name)
+                                && !placeholders(text).contains(&name.as_str())
+                        })
+                        .expect("an unused name exists");
+                    request.path.push(':');
+                    request.path.push_str(&name);
+                    request.params.push((name, value.clone()));
+                    display.push(':');
+                    display.push_str(&match value {
+                        Value::Var { name } => name.clone(),
+                        Value::Column { column, .. } => column.clone(),
+                        _ => "status".to_string(),
+                    });
+                }
+                Part::Handle(_) | Part::Row(_) => return Err(a.err(
+                    "the path holds a data source or a whole row; use row.get(column) for a column",
+                )),
+            }
+        }
+        Ok(display)
+    }
+
+    /// Every placeholder resolves (params, or a variable bound before this request) and every
+    /// param fills a placeholder.
+    fn check_placeholders(&self, request: &RequestStep, a: &Args) -> Result<(), ScriptError> {
+        let names = placeholders(&request.path);
+        for (i, (param, _)) in request.params.iter().enumerate() {
+            if request.params[..i].iter().any(|(p, _)| p == param) {
+                return Err(a.err(format_args!("param `{param}` is given twice")));
+            }
+            if !names.contains(&param.as_str()) {
+                return Err(a.err(format_args!(
+                    "param `{param}` is not used: the path `{}` has no `:{param}` placeholder",
+                    request.path
+                )));
+            }
+        }
+        for name in names {
+            let in_params = request.params.iter().any(|(p, _)| p == name);
+            if !in_params && !self.bound.contains(name) {
+                return Err(a.err(format_args!(
+                    "placeholder `:{name}` can never be filled: it is not in `params`, and no earlier step of the session extracts or binds a variable `{name}`"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn headers(js: &JsVal, a: &Args) -> Result<Vec<HeaderField>, ScriptError> {
+    let fields = value::pairs(js, a, "headers")?;
+    fields
+        .into_iter()
+        .map(|(name, value)| {
+            let fixed = match &value {
+                Value::Text { value } => value.clone(),
+                _ => String::new(),
+            };
+            let header = Header {
+                name: name.clone(),
+                value: fixed,
+            };
+            match header.problem() {
+                Some(problem) => Err(a.err(problem)),
+                None => Ok(HeaderField { name, value }),
+            }
+        })
+        .collect()
+}
+
+fn extraction(js: &JsVal, a: &Args) -> Result<Vec<Extraction>, ScriptError> {
+    let mut extractions: Vec<Extraction> = Vec::new();
+    for (kind, map) in a.options(js, &["jsonpath", "regexp", "header"])? {
+        for (var, expression) in a.map(map, &format!("extraction.{kind}"))? {
+            let field = format!("extraction.{kind}.{var}");
+            if !is_var_name(var) {
+                return Err(a.err(format_args!(
+                    "`{var}` is not a variable name (letters, digits and _, not starting with a digit)"
+                )));
+            }
+            if is_reserved(var) {
+                return Err(a.err(format_args!(
+                    "`{var}` is reserved for generated variables; pick another name"
+                )));
+            }
+            if extractions.iter().any(|e| e.var == *var) {
+                return Err(a.err(format_args!("variable `{var}` is extracted twice")));
+            }
+            let text = a.string(expression, &field)?;
+            if text.is_empty() {
+                return Err(a.err(format_args!("`{field}` must not be empty")));
+            }
+            let extractor = match kind.as_str() {
+                "jsonpath" if !text.starts_with('$') => {
+                    return Err(a.err(format_args!(
+                        "`{field}`: a JSONPath starts with `$`, got `{text}`"
+                    )))
+                }
+                "jsonpath" => Extractor::JsonPath { path: text.into() },
+                "regexp" => Extractor::Regexp {
+                    pattern: text.into(),
+                },
+                _ => Extractor::Header { name: text.into() },
+            };
+            extractions.push(Extraction {
+                var: var.clone(),
+                extractor,
+            });
+        }
+    }
+    Ok(extractions)
+}
+
+fn template_values<'v>(template: &'v JsonTemplate, out: &mut Vec<&'v Value>) {
+    match template {
+        JsonTemplate::Literal { .. } => {}
+        JsonTemplate::Value { value } => out.push(value),
+        JsonTemplate::Array { items } => items.iter().for_each(|t| template_values(t, out)),
+        JsonTemplate::Object { fields } => fields.iter().for_each(|(_, t)| template_values(t, out)),
+    }
+}
+
+/// The variables a step reads itself (not those of the steps nested in it).
+pub(crate) fn step_vars(step: &Step) -> Vec<String> {
+    let mut values: Vec<&Value> = Vec::new();
+    match step {
+        Step::Request(request) => {
+            values.extend(request.params.iter().map(|(_, v)| v));
+            values.extend(request.headers.iter().map(|h| &h.value));
+            match &request.body {
+                Some(Body::Text { value }) => values.push(value),
+                Some(Body::Json { template }) => template_values(template, &mut values),
+                Some(Body::Form { fields }) => values.extend(fields.iter().map(|(_, v)| v)),
+                Some(Body::Raw { .. }) | None => {}
+            }
+        }
+        Step::Check(check) => values.extend([&check.condition.value, &check.condition.expected]),
+        Step::If { condition, .. } => values.extend([&condition.value, &condition.expected]),
+        Step::Times { count, .. } => values.push(count),
+        Step::Wait(_) | Step::Bind { .. } | Step::ForEver { .. } => {}
+    }
+    values
+        .into_iter()
+        .flat_map(Value::vars)
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_placeholders() {
+        assert_eq!(
+            placeholders("/a/:id/b?x=:_tok2&t=12:30&y=:"),
+            vec!["id", "_tok2"]
+        );
+        assert!(placeholders("/plain").is_empty());
+    }
+
+    #[test]
+    fn names_and_reserved_names() {
+        assert!(is_var_name("token_2"));
+        assert!(!is_var_name("2x"));
+        assert!(!is_var_name(""));
+        assert!(is_reserved("_row12"));
+        assert!(!is_reserved("_rowing"));
+        assert!(!is_reserved("_gen"));
+    }
+}

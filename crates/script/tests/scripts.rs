@@ -1,0 +1,382 @@
+//! Scripts end to end: fixture scripts against their committed plan snapshots
+//! (`UPDATE_SNAPSHOTS=1` rewrites them), and every kind of bad input with its message.
+
+use barrage_plan::{Binding, Step, Value, Workload};
+use barrage_script::{compile_file, compile_source, ScriptError};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn snapshot(name: &str) {
+    let script = fixtures().join(format!("{name}.js"));
+    let plan = compile_file(&script).unwrap_or_else(|e| panic!("{e}"));
+    let actual = serde_json::to_string_pretty(&plan).unwrap() + "\n";
+    let expected_path = fixtures().join(format!("{name}.plan.json"));
+    if std::env::var("UPDATE_SNAPSHOTS").is_ok_and(|v| v == "1") {
+        std::fs::write(&expected_path, &actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&expected_path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with UPDATE_SNAPSHOTS=1 to create it)",
+            expected_path.display()
+        )
+    });
+    assert!(
+        actual == expected,
+        "{name}: the plan differs from {} (UPDATE_SNAPSHOTS=1 rewrites it):\n{actual}",
+        expected_path.display()
+    );
+}
+
+#[test]
+fn heartbeat_fixture_matches_its_snapshot() {
+    snapshot("heartbeat");
+}
+
+#[test]
+fn weighted_fixture_matches_its_snapshot() {
+    snapshot("weighted");
+}
+
+#[test]
+fn everything_fixture_matches_its_snapshot() {
+    snapshot("everything");
+}
+
+#[test]
+fn heartbeat_plan_has_the_expected_shape() {
+    let plan = compile_file(&fixtures().join("heartbeat.js")).unwrap();
+    assert_eq!(plan.name, "heartbeat");
+    assert_eq!(plan.tags, vec!["get_token", "ping"]);
+    assert_eq!(plan.data_sources.len(), 1);
+    assert_eq!(plan.data_sources[0].columns, vec!["id", "name"]);
+    let Workload::OpenArrivals(open) = &plan.workload else {
+        panic!("{:?}", plan.workload)
+    };
+    assert_eq!(open.phases[0].duration, Duration::from_secs(10));
+    assert_eq!(open.grace_period, Duration::from_secs(30));
+    let steps = &plan.sessions[0].steps;
+    assert!(matches!(
+        &steps[0],
+        Step::Bind { var, binding: Binding::PickRow { source: 0, sequential: false } } if var == "_row1"
+    ));
+    let Step::Times {
+        count,
+        steps: inner,
+    } = &steps[4]
+    else {
+        panic!("{:?}", steps[4])
+    };
+    assert_eq!(
+        count,
+        &Value::Var {
+            name: "_gen1".into()
+        }
+    );
+    assert_eq!(inner.len(), 2);
+}
+
+#[test]
+fn a_data_file_is_loaded_once_for_several_sessions() {
+    let source = "definition.setTarget('http://localhost:8080');
+definition.setArrivalPhases([{duration: 1, rate: 1}]);
+['a', 'b'].forEach(function (name) {
+  definition.session(name, function (session) {
+    var row = session.ds.pickFrom(session.ds.loadStructured('channels.csv'));
+    session.get('/c/:id', {params: {id: row.get('id')}});
+  });
+});";
+    let plan = compile_source(source, "two.js", &fixtures()).unwrap();
+    assert_eq!(plan.data_sources.len(), 1);
+    assert_eq!(plan.tags, vec!["GET /c/:id"]);
+}
+
+/// The error message of compiling `source` as `bad.js` next to the fixtures.
+fn error(source: &str) -> String {
+    match compile_source(source, "bad.js", &fixtures()) {
+        Ok(plan) => panic!("compiled: {plan:?}"),
+        Err(e) => {
+            let text = e.to_string();
+            assert!(!text.contains('\n'), "not one line: {text}");
+            text
+        }
+    }
+}
+
+const HEAD: &str = "definition.setTarget('http://localhost:8080');
+definition.setArrivalPhases([{duration: 1, rate: 1}]);
+";
+
+/// `HEAD` plus one session whose body is `body` (its first line is line 4).
+fn in_session(body: &str) -> String {
+    format!("{HEAD}definition.session('s', function (session) {{\n{body}\n}});\n")
+}
+
+#[test]
+fn syntax_errors_have_file_line_and_column() {
+    let e = error("definition.setTarget('http://localhost:8080');\nvar x = {a: 1,,};\n");
+    assert_eq!(e, "bad.js:2:15: SyntaxError: invalid property name");
+}
+
+#[test]
+fn runtime_errors_have_the_location_of_the_failing_call() {
+    let e = error(&in_session("  session.get('/');\n  notAFunction(1);"));
+    assert_eq!(e, "bad.js:5:3: ReferenceError: notAFunction is not defined");
+}
+
+#[test]
+fn unknown_verbs_are_named() {
+    let e = error("\ndefinition.setTargett('http://localhost:8080');");
+    assert!(
+        e.starts_with(
+            "bad.js:2:1: unknown verb `definition.setTargett` (definition has: setTarget,"
+        ),
+        "{e}"
+    );
+    let e = error(&in_session("  session.gett('/');"));
+    assert!(
+        e.starts_with("bad.js:4:3: unknown verb `session.gett`"),
+        "{e}"
+    );
+    let e = error(&in_session("  session.ds.loadCsv('channels.csv');"));
+    assert!(
+        e.starts_with("bad.js:4:3: unknown verb `session.ds.loadCsv`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unknown_option_keys_are_named() {
+    let e = error(&format!(
+        "{HEAD}definition.setTestOptions({{timeout: 5, timeot: 1}});"
+    ));
+    assert!(
+        e.starts_with(
+            "bad.js:3:12: `definition.setTestOptions`: unknown option `timeot` (known: timeout,"
+        ),
+        "{e}"
+    );
+    let e = error(&in_session("  session.get('/', {tga: 'x'});"));
+    assert!(
+        e.starts_with("bad.js:4:11: `session.get`: unknown option `tga` (known: tag,"),
+        "{e}"
+    );
+    let e = error(&in_session("  session.wait(1, {randm: true});"));
+    assert!(e.contains("unknown option `randm`"), "{e}");
+    let e = error(&format!(
+        "{HEAD}definition.session('s', function (session) {{ session.get('/', {{extraction: {{xpath: {{a: '//a'}}}}}}); }});"
+    ));
+    assert!(e.contains("unknown option `xpath`"), "{e}");
+}
+
+#[test]
+fn data_file_problems_name_the_file() {
+    let e = error(&in_session(
+        "  session.ds.loadStructured('nope.csv');\n  session.get('/');",
+    ));
+    assert!(
+        e.starts_with("bad.js:4:14: data file `nope.csv` not found (looked for "),
+        "{e}"
+    );
+    let e = error(&in_session("  var r = session.ds.pickFrom(session.ds.loadStructured('channels.csv'));\n  session.get('/c/:x', {params: {x: r.get('title')}});"));
+    assert_eq!(
+        e,
+        "bad.js:5:39: `row.get`: column `title` is not in `channels.csv` (its columns: id, name)"
+    );
+    let e = error(&in_session(
+        "  session.ds.pickFrom(session.ds.loadStructured('empty.csv'));\n  session.get('/');",
+    ));
+    assert!(
+        e.starts_with("bad.js:4:34: data file `empty.csv` has no rows"),
+        "{e}"
+    );
+    let e = error(&in_session(
+        "  session.ds.loadStructured('short_row.csv');\n  session.get('/');",
+    ));
+    assert_eq!(
+        e,
+        "bad.js:4:14: `short_row.csv:3`: the row has 1 field, but the header has 2"
+    );
+}
+
+#[test]
+fn arrival_phases_are_validated_by_position() {
+    let body = "definition.setTarget('http://localhost:8080');\ndefinition.session('s', function (s) { s.get('/'); });\n";
+    let e = error(&format!(
+        "{body}definition.setArrivalPhases([{{duration: 5, rate: 1}}, {{duration: 5, rate: -1}}]);"
+    ));
+    assert_eq!(
+        e,
+        "bad.js:3:12: arrival phase 2: `rate` must not be negative, got -1"
+    );
+    let e = error(&format!(
+        "{body}definition.setArrivalPhases([{{duration: 0, rate: 1}}]);"
+    ));
+    assert_eq!(
+        e,
+        "bad.js:3:12: arrival phase 1: `duration` must be greater than zero"
+    );
+    let e = error(&format!(
+        "{body}definition.setArrivalPhases([{{duration: 5, rate: 1, ramp: 3}}]);"
+    ));
+    assert!(
+        e.contains("arrival phase 1: unknown option `ramp` (known: duration, rate, rampTo)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unresolvable_placeholders_are_named() {
+    let e = error(&in_session(
+        "  session.get('/a');\n  session.get('/items/:item');",
+    ));
+    assert!(
+        e.starts_with("bad.js:5:11: `session.get`: placeholder `:item` can never be filled"),
+        "{e}"
+    );
+    // A variable extracted later does not count: document order.
+    let e = error(&in_session(
+        "  session.get('/t/:token');\n  session.get('/login', {extraction: {jsonpath: {token: '$.t'}}});",
+    ));
+    assert!(e.contains("placeholder `:token`"), "{e}");
+}
+
+#[test]
+fn get_var_of_a_never_bound_variable_is_an_error() {
+    let e = error(&in_session(
+        "  session.get('/');\n  session.get('/a', {headers: {Authorization: 'Bearer ' + session.getVar('tokn')}});",
+    ));
+    assert!(
+        e.starts_with("bad.js:5:67: `session.getVar`: variable `tokn` is never extracted or bound in session `s`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unknown_comparison_operators_are_named() {
+    let e = error(&in_session(
+        "  session.get('/');\n  session.check('ok', session.lastHttpStatus(), '===', 200);",
+    ));
+    // QuickJS places a call whose arguments hold calls at the last of those: same line.
+    assert!(
+        e.starts_with("bad.js:5:")
+            && e.contains(": `session.check`: unknown comparison operator `===` (known: =="),
+        "{e}"
+    );
+}
+
+#[test]
+fn endless_loops_are_stopped_with_a_clear_error() {
+    let started = Instant::now();
+    let e = error(&in_session("  while (true) {}"));
+    assert!(
+        // Interrupted loops are located at the function that runs them (line 3).
+        e.starts_with("bad.js:3:") && e.contains("stopped after 5 s (an endless loop?)"),
+        "{e}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn other_misuse_is_reported_where_it_happens() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "  session.get('/');\n  session.ds.generate('dice');",
+            "bad.js:5:14: `session.ds.generate`: unknown generator `dice`",
+        ),
+        (
+            "  session.wait(-1);",
+            "bad.js:4:11: `session.wait`: `seconds` must not be negative, got -1",
+        ),
+        (
+            "  session.get('/', {tag: 'a', params: {id: 1}});",
+            "bad.js:4:11: `session.get`: param `id` is not used",
+        ),
+        (
+            "  session.get('/', {payload: 'x', gzip: 'yes'});",
+            "bad.js:4:11: `session.get`: `gzip` must be true or false",
+        ),
+        (
+            "  session.times(3, 4);",
+            "bad.js:4:11: `session.times`: the last argument must be a function",
+        ),
+        (
+            "  session.get('/', {extraction: {jsonpath: {_row1: '$.a'}}});",
+            "bad.js:4:11: `session.get`: `_row1` is reserved",
+        ),
+        (
+            "  session.get('nope');",
+            "bad.js:4:11: `session.get`: the path `nope` must start with `/`",
+        ),
+    ];
+    for (body, expected) in cases {
+        let e = error(&in_session(body));
+        assert!(
+            e.starts_with(expected),
+            "{body}\n  got: {e}\n  want: {expected}"
+        );
+    }
+}
+
+#[test]
+fn definition_level_misuse_is_reported() {
+    let e = error(&format!(
+        "{HEAD}definition.session('s', function (s) {{ s.get('/'); }});\ndefinition.session('s', function (s) {{ s.get('/'); }});"
+    ));
+    assert!(
+        e.starts_with("bad.js:4:12: `definition.session`: there is already a session named `s`"),
+        "{e}"
+    );
+    let e = error(&format!(
+        "{HEAD}definition.session('s', function (s) {{ s.get('/'); }});\ndefinition.setSessionWeights({{t: 1}});"
+    ));
+    assert!(
+        e.starts_with("bad.js:4:12: `definition.setSessionWeights`: there is no session named `t`"),
+        "{e}"
+    );
+    let e = error("definition.setTarget('http://localhost:8080/api');");
+    assert!(e.contains("has the path `/api`"), "{e}");
+    let e = error(&format!(
+        "{HEAD}definition.session('s', function (s) {{}});"
+    ));
+    assert!(e.contains("session `s` has no steps"), "{e}");
+    let e = error(&format!(
+        "{HEAD}var saved;\ndefinition.session('s', function (s) {{ saved = s; s.get('/'); }});\nsaved.get('/late');"
+    ));
+    assert!(
+        e.starts_with("bad.js:5:7: `session.get` can only be used while a session function runs"),
+        "{e}"
+    );
+    let e = error(&format!(
+        "{HEAD}var row;\ndefinition.session('a', function (s) {{ row = s.ds.pickFrom(s.ds.loadStructured('channels.csv')); s.get('/'); }});\ndefinition.session('b', function (s) {{ s.get('/c/:c', {{params: {{c: row.get('id')}}}}); }});"
+    ));
+    assert!(
+        e.contains("session `b` uses a row picked in another session"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unreadable_script_files_are_reported() {
+    let e = compile_file(&fixtures().join("missing.js")).unwrap_err();
+    assert!(matches!(e, ScriptError::Read { .. }), "{e}");
+    assert!(e.to_string().contains("missing.js"), "{e}");
+}
+
+#[test]
+fn calls_made_through_helper_functions_point_at_the_helper() {
+    let source = format!(
+        "{HEAD}function ping(s, path) {{\n  s.get(path, {{tga: 1}});\n}}\ndefinition.session('s', function (session) {{\n  session.times(2, function (s) {{ ping(s, '/p'); }});\n}});"
+    );
+    let e = error(&source);
+    // The line of the call inside the helper (QuickJS's column is that of the last
+    // expression in the arguments that can fail, here `path`).
+    assert!(
+        e.starts_with("bad.js:4:9: `session.get`: unknown option `tga`"),
+        "{e}"
+    );
+}
