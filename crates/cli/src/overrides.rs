@@ -96,11 +96,7 @@ mod tests {
     use super::*;
 
     fn phase(secs: u64, rate: f64, ramp_to: Option<f64>) -> ArrivalPhase {
-        ArrivalPhase {
-            duration: Duration::from_secs(secs),
-            rate,
-            ramp_to,
-        }
+        ArrivalPhase::new(Duration::from_secs(secs), rate, ramp_to)
     }
 
     #[test]

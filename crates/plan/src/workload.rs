@@ -30,6 +30,14 @@ pub struct ArrivalPhase {
 }
 
 impl ArrivalPhase {
+    pub fn new(duration: Duration, rate: f64, ramp_to: Option<f64>) -> Self {
+        Self {
+            duration,
+            rate,
+            ramp_to,
+        }
+    }
+
     /// The arrival rate `offset` into this phase.
     pub fn rate_at(&self, offset: Duration) -> f64 {
         match self.ramp_to {
@@ -239,11 +247,7 @@ mod tests {
     }
 
     fn phase(secs: u64, rate: f64, ramp_to: Option<f64>) -> ArrivalPhase {
-        ArrivalPhase {
-            duration: Duration::from_secs(secs),
-            rate,
-            ramp_to,
-        }
+        ArrivalPhase::new(Duration::from_secs(secs), rate, ramp_to)
     }
 
     #[test]
