@@ -71,7 +71,7 @@ impl Client {
     fn eval<'a>(&'a self, worker: &'a Worker) -> Eval<'a> {
         Eval {
             state: &self.state,
-            data: &worker.plan.data,
+            data: &worker.run.plan.data,
         }
     }
 
@@ -119,7 +119,7 @@ impl Client {
                 Instr::Bind(index) => session.binds[index as usize].apply(
                     &mut *worker.rng.borrow_mut(),
                     &worker.rows,
-                    &worker.plan.data,
+                    &worker.run.plan.data,
                     &mut self.state,
                 ),
                 Instr::LoopStart { count, end } => {

@@ -31,14 +31,14 @@ impl Client {
         worker.request_ids.with_next(|id| {
             let cx = Eval {
                 state: &self.state,
-                data: &worker.plan.data,
+                data: &worker.run.plan.data,
             };
             request.build(cx, id, &mut worker.scratch.borrow_mut().build, &mut bytes)
         });
         let mut captured = (!request.extraction.is_empty()).then(|| worker.captures.take());
         let sent = bytes.len() as u64;
         let outcome = tokio::time::timeout(
-            worker.timeout,
+            worker.run.timeout,
             attempt(
                 &mut self.connection,
                 worker,
@@ -53,7 +53,7 @@ impl Client {
         let kind = match outcome {
             Ok(Ok(attempt)) => {
                 let exchange = attempt.exchange;
-                if !(exchange.keep_alive && worker.keep_alive) {
+                if !(exchange.keep_alive && worker.run.keep_alive) {
                     self.connection = None;
                 }
                 worker.record_response(&ResponseRecord {
@@ -119,7 +119,7 @@ async fn attempt(
     loop {
         let reused = connection.is_some();
         if !reused {
-            let addrs = worker.addrs.as_ref().as_ref().map_err(|kind| *kind)?;
+            let addrs = worker.run.addrs.as_ref().as_ref().map_err(|kind| *kind)?;
             let started = Instant::now();
             let stream = connect(addrs).await?;
             connect_time = Some(started.elapsed());

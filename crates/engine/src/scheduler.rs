@@ -4,7 +4,7 @@
 use crate::compile::{CompileError, CompiledPlan};
 use crate::control::{RunControl, MAX_WORKERS};
 use crate::executor::{self, Assignment};
-use crate::worker::{Worker, WorkerInit};
+use crate::worker::{RunSettings, Worker, WorkerInit};
 use barrage_metrics::RunMetrics;
 use barrage_plan::{Plan, PlanError};
 use rand::SeedableRng;
@@ -91,14 +91,16 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
     let mut handles = Vec::with_capacity(threads);
     for (index, share) in shares.into_iter().enumerate() {
         let init = WorkerInit {
-            index,
-            plan: Arc::clone(&compiled),
-            addrs: Arc::clone(&addrs),
-            timeout: plan.options.request_timeout,
-            keep_alive: plan.options.keep_alive,
-            run_start,
-            deadline,
-            control: control.clone(),
+            run: RunSettings {
+                index,
+                plan: Arc::clone(&compiled),
+                addrs: Arc::clone(&addrs),
+                timeout: plan.options.request_timeout,
+                keep_alive: plan.options.keep_alive,
+                run_start,
+                deadline,
+                control: control.clone(),
+            },
             iterations: share.iterations,
             workers: threads,
             run_id,
@@ -145,8 +147,8 @@ fn run_worker(init: WorkerInit, assignment: Assignment) -> std::io::Result<RunMe
         .enable_all()
         .build()?;
     let local = tokio::task::LocalSet::new();
-    let deadline = init.deadline;
-    let stop = Arc::clone(&init.control.stop);
+    let deadline = init.run.deadline;
+    let stop = Arc::clone(&init.run.control.stop);
     let worker = Rc::new(Worker::new(init));
     let driven = Rc::clone(&worker);
     local.block_on(&runtime, async move {

@@ -17,15 +17,8 @@ use tokio::sync::Notify;
 /// Per-thread state; clients hold it through an `Rc` and never cross threads, so plain
 /// `Cell`/`RefCell` suffice where a shared design would need locks.
 pub(crate) struct Worker {
-    pub index: usize,
-    pub plan: Arc<CompiledPlan>,
-    /// Resolved once per run; a failed lookup makes every request a DNS error.
-    pub addrs: Arc<Result<Vec<SocketAddr>, ErrorKind>>,
-    pub timeout: Duration,
-    pub keep_alive: bool,
-    pub run_start: Instant,
-    pub deadline: Option<Instant>,
-    pub control: RunControl,
+    /// What every worker of the run shares, fixed for the run.
+    pub run: RunSettings,
     /// Iterations this worker may still start, when the run is count-bounded.
     remaining: Cell<Option<u64>>,
     pub metrics: RefCell<RunMetrics>,
@@ -133,15 +126,21 @@ impl RequestIds {
     }
 }
 
-pub(crate) struct WorkerInit {
+/// Run-wide settings every worker gets, fixed for the run.
+pub(crate) struct RunSettings {
     pub index: usize,
     pub plan: Arc<CompiledPlan>,
+    /// Resolved once per run; a failed lookup makes every request a DNS error.
     pub addrs: Arc<Result<Vec<SocketAddr>, ErrorKind>>,
     pub timeout: Duration,
     pub keep_alive: bool,
     pub run_start: Instant,
     pub deadline: Option<Instant>,
     pub control: RunControl,
+}
+
+pub(crate) struct WorkerInit {
+    pub run: RunSettings,
     pub iterations: Option<u64>,
     pub rng: SmallRng,
     /// Worker threads in the run (for sequential row picks).
@@ -152,23 +151,16 @@ pub(crate) struct WorkerInit {
 
 impl Worker {
     pub(crate) fn new(init: WorkerInit) -> Self {
-        let metrics = RunMetrics::new(init.plan.tag_count)
-            .with_checks(init.plan.checks.iter().map(|(n, f)| (n.clone(), *f)));
+        let metrics = RunMetrics::new(init.run.plan.tag_count)
+            .with_checks(init.run.plan.checks.iter().map(|(n, f)| (n.clone(), *f)));
         Self {
             read_buffers: ReadBuffers::new(),
             request_buffers: Pool::default(),
             captures: Pool::default(),
             scratch: RefCell::new(Scratch::default()),
-            rows: RowCursors::new(init.plan.data.len(), init.index, init.workers),
-            request_ids: RequestIds::new(init.run_id, init.index),
-            index: init.index,
-            plan: init.plan,
-            addrs: init.addrs,
-            timeout: init.timeout,
-            keep_alive: init.keep_alive,
-            run_start: init.run_start,
-            deadline: init.deadline,
-            control: init.control,
+            rows: RowCursors::new(init.run.plan.data.len(), init.run.index, init.workers),
+            request_ids: RequestIds::new(init.run_id, init.run.index),
+            run: init.run,
             remaining: Cell::new(init.iterations),
             metrics: RefCell::new(metrics),
             rng: RefCell::new(init.rng),
@@ -178,13 +170,13 @@ impl Worker {
     }
 
     fn live(&self) -> &LiveSlot {
-        self.control.live.slot(self.index)
+        self.run.control.live.slot(self.run.index)
     }
 
     /// Whether the run is still on: not stopped, not past its deadline at `now`.
     #[inline]
     pub(crate) fn running_at(&self, now: Instant) -> bool {
-        !self.control.stop.is_stopped() && self.deadline.is_none_or(|d| now < d)
+        !self.run.control.stop.is_stopped() && self.run.deadline.is_none_or(|d| now < d)
     }
 
     /// Claims one iteration from the budget; false once it is spent.
@@ -202,7 +194,7 @@ impl Worker {
 
     #[inline]
     pub(crate) fn second_of(&self, at: Instant) -> u64 {
-        at.saturating_duration_since(self.run_start).as_secs()
+        at.saturating_duration_since(self.run.run_start).as_secs()
     }
 
     #[inline]

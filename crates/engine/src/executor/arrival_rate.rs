@@ -46,18 +46,18 @@ async fn paced_client(worker: &Worker, next_slot: &Cell<u64>, schedule: &SlotSch
         if schedule.limit.is_some_and(|limit| slot >= limit) {
             break;
         }
-        let intended = worker.run_start + slot_offset(slot, schedule.rate_per_second);
+        let intended = worker.run.run_start + slot_offset(slot, schedule.rate_per_second);
         if !worker.running_at(intended) {
             break;
         }
         next_slot.set(slot + schedule.stride);
         if intended > Instant::now() {
             tokio::time::sleep_until(intended.into()).await;
-            if worker.control.stop.is_stopped() {
+            if worker.run.control.stop.is_stopped() {
                 break;
             }
         }
-        let session = worker.plan.pick_session(&mut *worker.rng.borrow_mut());
+        let session = worker.run.plan.pick_session(&mut *worker.rng.borrow_mut());
         client.run_iteration(worker, session, intended).await;
     }
     worker.client_finished();

@@ -23,7 +23,7 @@ async fn virtual_user(worker: &Worker) {
         if !worker.running_at(now) || !worker.claim_iteration() {
             break;
         }
-        let session = worker.plan.pick_session(&mut *worker.rng.borrow_mut());
+        let session = worker.run.plan.pick_session(&mut *worker.rng.borrow_mut());
         client.run_iteration(worker, session, now).await;
     }
     worker.client_finished();

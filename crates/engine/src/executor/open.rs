@@ -67,12 +67,12 @@ pub(crate) async fn drive(worker: Rc<Worker>, share: ArrivalShare) {
     let seed: u64 = worker.rng.borrow_mut().gen();
     let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(seed);
     for offset in arrival_offsets(&share.phases, &mut rng) {
-        let arrival = worker.run_start + offset;
+        let arrival = worker.run.run_start + offset;
         if !worker.running_at(arrival) {
             break;
         }
         tokio::time::sleep_until(arrival.into()).await;
-        if worker.control.stop.is_stopped() {
+        if worker.run.control.stop.is_stopped() {
             break;
         }
         if share
@@ -86,6 +86,7 @@ pub(crate) async fn drive(worker: Rc<Worker>, share: ArrivalShare) {
         let client_worker = Rc::clone(&worker);
         tokio::task::spawn_local(async move {
             let session = client_worker
+                .run
                 .plan
                 .pick_session(&mut *client_worker.rng.borrow_mut());
             // A fresh client: its connection lives as long as its session, like a device.
