@@ -81,6 +81,8 @@ pub struct TagMetrics {
     /// Extractions (JSONPath, regexp, header) of this tag's responses that found nothing; the
     /// variable stays unset.
     pub extraction_failures: u64,
+    /// The same, second by second.
+    pub series: Series,
 }
 
 impl TagMetrics {
@@ -120,6 +122,7 @@ impl TagMetrics {
         self.bytes_received += other.bytes_received;
         self.body_bytes += other.body_bytes;
         self.extraction_failures += other.extraction_failures;
+        self.series.merge(&other.series);
     }
 }
 
@@ -187,7 +190,6 @@ impl CheckCounts {
 #[derive(Debug, Clone, Default)]
 pub struct RunMetrics {
     pub tags: Vec<TagMetrics>,
-    pub series: Series,
     pub sessions: SessionCounters,
     pub connections_opened: u64,
     /// One entry per check of the plan, in plan order (sessions in order, steps depth-first);
@@ -246,8 +248,13 @@ impl RunMetrics {
         tag.bytes_sent += r.bytes_sent;
         tag.bytes_received += r.bytes_received;
         tag.body_bytes += r.body_bytes;
-        self.series
-            .record_response(r.second, r.latency, r.bytes_received);
+        tag.series.record_response(
+            r.second,
+            r.latency,
+            r.status,
+            r.bytes_sent,
+            r.bytes_received,
+        );
     }
 
     #[inline]
@@ -255,7 +262,7 @@ impl RunMetrics {
         let tag = &mut self.tags[tag];
         tag.errors[kind.index()] += 1;
         tag.bytes_sent += bytes_sent;
-        self.series.record_error(second);
+        tag.series.record_error(second, kind, bytes_sent);
     }
 
     /// Adds `other` into `self` exactly. Tag lists are aligned by index (both come from the
@@ -267,7 +274,6 @@ impl RunMetrics {
         for (mine, theirs) in self.tags.iter_mut().zip(other.tags.iter()) {
             mine.merge(theirs);
         }
-        self.series.merge(&other.series);
         self.sessions.merge(&other.sessions);
         self.connections_opened += other.connections_opened;
         // Checks are aligned by index like tags; a longer `other` brings its names along.
@@ -280,6 +286,15 @@ impl RunMetrics {
                 None => self.checks.push(theirs.clone()),
             }
         }
+    }
+
+    /// The per-second series of all tags together.
+    pub fn series(&self) -> Series {
+        let mut total = Series::default();
+        for tag in &self.tags {
+            total.merge(&tag.series);
+        }
+        total
     }
 
     /// All tags merged into one.
@@ -345,7 +360,10 @@ mod tests {
                 (w.bytes_sent, w.bytes_received)
             );
         }
-        assert_eq!(merged.series, whole.series);
+        assert_eq!(merged.series(), whole.series());
+        for (m, w) in merged.tags.iter().zip(whole.tags.iter()) {
+            assert_eq!(m.series, w.series);
+        }
         assert_eq!(merged.total().requests(), 2000 + 21);
     }
 

@@ -75,6 +75,8 @@ pub struct TagSummary {
     /// Extractions that found nothing (the variable stayed unset).
     pub extraction_failures: u64,
     pub latency: LatencyStats,
+    /// This tag second by second.
+    pub per_second: Vec<SecondBucket>,
 }
 
 /// Everything a report shows. Field names are the JSON output's, so they are stable API.
@@ -126,6 +128,7 @@ fn tag_summary(name: &str, tag: &TagMetrics) -> TagSummary {
         errors: tag.error_count(),
         extraction_failures: tag.extraction_failures,
         latency: tag.latency.stats(),
+        per_second: tag.series.seconds.clone(),
     }
 }
 
@@ -201,7 +204,7 @@ impl Summary {
                     achieved_per_second: achieved as f64 / seconds,
                 }
             }),
-            per_second: metrics.series.seconds.clone(),
+            per_second: metrics.series().seconds,
         }
     }
 
@@ -262,6 +265,10 @@ pub(crate) mod tests {
         assert_eq!(s.details["connect"].count, 1);
         assert_eq!(s.histogram.iter().map(|b| b.count).sum::<u64>(), 100);
         assert_eq!(s.per_second.len(), 2);
+        let tag_seconds = &s.tags[0].per_second;
+        assert_eq!(tag_seconds.iter().map(|b| b.responses).sum::<u64>(), 100);
+        assert_eq!(tag_seconds[1].status_classes, [0, 40, 0, 0, 10]);
+        assert_eq!(tag_seconds[1].errors_by_kind.iter().sum::<u64>(), 1);
         let json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
         assert_eq!(json["status_codes"]["503"], 10);
         assert_eq!(json["latency"]["count"], 100);
