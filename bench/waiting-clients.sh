@@ -4,12 +4,12 @@
 # RSS while all of them wait. per-client bytes = (RSS with N clients - RSS with 1) / N.
 # A second variant has clients wait before connecting (pure session state, no socket).
 # Usage: bench/waiting-clients.sh [--clients N] [--nosocket-clients M] [--arrival-seconds S]
-#   defaults: N = 20000 (one source address has ~28k ephemeral ports), M = 100000, S = 2.
+#   defaults: N = 15000 (this sandbox caps open files at 20,000 per process, hard), M = 100000, S = 2.
 #   Arrivals spread over S seconds; a faster burst keeps more requests in flight at once, and
 #   each in-flight exchange borrows a 16 KB read buffer that stays in the worker's pool after.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-CLIENTS=20000; NOSOCKET=100000; ARRIVAL=2
+CLIENTS=15000; NOSOCKET=100000; ARRIVAL=2
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --clients) CLIENTS="$2"; shift 2 ;;
