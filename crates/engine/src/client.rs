@@ -55,13 +55,13 @@ impl Client {
     /// begin: the first request's latency counts from there, so time spent queued behind a
     /// slow target is measured, not hidden (no coordinated omission). Later requests count
     /// from their actual start.
+    /// The caller counts the session as started when it admits it (see `Worker::session_started`).
     pub(crate) async fn run_iteration(
         &mut self,
         worker: &Worker,
         session: &CompiledSession,
         intended_start: Instant,
     ) {
-        worker.session_started();
         match self.run_program(worker, session, intended_start).await {
             Ending::Completed => worker.session_completed(),
             Ending::Failed => worker.session_failed(),

@@ -168,6 +168,10 @@ fn run_worker(init: WorkerInit, assignment: Assignment) -> std::io::Result<RunMe
     // unfinished requests are not counted, their sessions count as interrupted.
     drop(local);
     let mut metrics = worker.metrics.take();
-    metrics.sessions.interrupted += worker.active_clients();
+    // Every admitted session ended one way or was cut off: interrupted is what is left.
+    let sessions = &mut metrics.sessions;
+    let ended = sessions.completed + sessions.failed;
+    debug_assert!(ended <= sessions.started, "{sessions:?}");
+    sessions.interrupted = sessions.started.saturating_sub(ended);
     Ok(metrics)
 }

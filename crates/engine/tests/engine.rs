@@ -65,6 +65,7 @@ fn open_arrivals_follow_the_rate_and_every_session_completes() {
         outcome.elapsed
     );
     let s = outcome.metrics.sessions;
+    assert_eq!(s.started, s.completed + s.failed + s.interrupted, "{s:?}");
     // 300 expected; a Poisson count has sd ~17, so ±5 sd.
     assert!((s.started as f64 - 300.0).abs() < 87.0, "{s:?}");
     assert_eq!(s.completed, s.started, "{s:?}");
@@ -96,6 +97,7 @@ fn arrivals_beyond_max_clients_are_dropped_and_counted() {
     );
     let outcome = run(&plan, &RunControl::default()).unwrap();
     let s = outcome.metrics.sessions;
+    assert_eq!(s.started, s.completed + s.failed + s.interrupted, "{s:?}");
     // Sessions last ~800 ms, so at most ~10 start per 800 ms; most arrivals are dropped.
     assert!(s.started <= 30, "{s:?}");
     assert!(s.dropped >= 100, "{s:?}");
@@ -122,6 +124,7 @@ fn sessions_running_past_the_grace_period_are_interrupted() {
         "the grace period bounds the run"
     );
     let s = outcome.metrics.sessions;
+    assert_eq!(s.started, s.completed + s.failed + s.interrupted, "{s:?}");
     assert!(s.started > 0);
     assert_eq!((s.completed, s.interrupted), (0, s.started), "{s:?}");
     target.shutdown();
@@ -533,6 +536,61 @@ fn a_for_ever_loop_of_instant_failures_still_stops_at_the_deadline() {
         .expect("the run ends at its deadline")
         .unwrap();
     let s = outcome.metrics.sessions;
+    assert_eq!(s.started, s.completed + s.failed + s.interrupted, "{s:?}");
     assert_eq!((s.started, s.interrupted), (1, 1), "{s:?}");
     assert!(outcome.metrics.tags[0].error_count() > 100);
+}
+
+#[test]
+fn arrivals_queued_behind_an_overloaded_worker_count_as_started_and_interrupted() {
+    // A refused port: sessions fail fast and hold no sockets, so 40,000 arrivals in a second
+    // overload one worker without exhausting this test process's file descriptors.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = closed.local_addr().unwrap();
+    drop(closed);
+    let mut plan = open_plan(
+        addr,
+        "/",
+        OpenArrivals {
+            phases: phases(1, 40_000.0),
+            max_clients: None,
+            grace_period: Duration::ZERO,
+        },
+    );
+    plan.options.threads = Some(1);
+    let outcome = run(&plan, &RunControl::default()).unwrap();
+    let s = outcome.metrics.sessions;
+    // Every arrival is accounted for: it started (then completed, failed or was cut off) or
+    // was dropped — even those whose client task never got to run before the hard stop.
+    assert_eq!(s.started, s.completed + s.failed + s.interrupted, "{s:?}");
+    assert!(s.interrupted <= s.started, "{s:?}");
+    assert!(s.started > 20_000, "40,000 planned arrivals: {s:?}");
+}
+
+#[test]
+fn idle_paced_clients_at_the_deadline_are_not_interrupted_sessions() {
+    let target = target();
+    let mut plan = open_plan(
+        target.addr(),
+        "/",
+        OpenArrivals {
+            phases: phases(1, 1.0),
+            max_clients: None,
+            grace_period: Duration::ZERO,
+        },
+    );
+    // Paced: 100 iterations/s over 20 clients that mostly sleep until their next slot.
+    plan.workload = Workload::ArrivalRate(ArrivalRate {
+        rate_per_second: 100.0,
+        vus: 20,
+        duration: Some(Duration::from_secs(1)),
+        iterations: None,
+    });
+    let outcome = run(&plan, &RunControl::default()).unwrap();
+    let s = outcome.metrics.sessions;
+    assert_eq!(s.started, s.completed + s.failed + s.interrupted, "{s:?}");
+    // Clients waiting for a slot are not in a session: at most the one or two in flight.
+    assert!(s.interrupted <= 2, "{s:?}");
+    assert!((95..=101).contains(&s.started), "{s:?}");
+    target.shutdown();
 }

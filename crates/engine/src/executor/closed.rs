@@ -24,6 +24,7 @@ async fn virtual_user(worker: &Worker) {
             break;
         }
         let session = worker.run.plan.pick_session(&mut *worker.rng.borrow_mut());
+        worker.session_started();
         client.run_iteration(worker, session, now).await;
     }
     worker.client_finished();
