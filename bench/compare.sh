@@ -107,10 +107,7 @@ bench_tmp
 
 # ---- target ---------------------------------------------------------------
 if [[ -n "$URL" ]]; then
-  case "$URL" in
-    http://127.0.0.1:*|http://127.0.0.1/*|http://localhost:*|http://localhost/*) ;;
-    *) die "--url must point at http://127.0.0.1 or http://localhost" ;;
-  esac
+  require_loopback_url "$URL"
   TARGET="url"
 elif [[ "$TARGET" == nginx ]]; then
   start_nginx

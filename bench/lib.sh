@@ -25,6 +25,14 @@ BTARGET_PID=""
 log() { printf '%s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+# Load goes to loopback only: refuse any other --url.
+require_loopback_url() { # url
+  case "$1" in
+    http://127.0.0.1:*|http://127.0.0.1/*|http://localhost:*|http://localhost/*) ;;
+    *) die "--url must point at http://127.0.0.1 or http://localhost" ;;
+  esac
+}
+
 bench_tmp() {
   if [[ -z "$BENCH_TMP" ]]; then
     BENCH_TMP="$(mktemp -d /tmp/barrage-bench.XXXXXX)"

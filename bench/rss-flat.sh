@@ -55,10 +55,7 @@ trap 'exit 143' TERM
 raise_nofile
 bench_tmp
 if [[ -n "$URL" ]]; then
-  case "$URL" in
-    http://127.0.0.1:*|http://127.0.0.1/*|http://localhost:*|http://localhost/*) ;;
-    *) die "--url must point at http://127.0.0.1 or http://localhost" ;;
-  esac
+  require_loopback_url "$URL"
 else
   start_nginx
   URL="http://$NGINX_ADDR/"

@@ -90,19 +90,9 @@ fn new_deflate() -> Compress {
     Compress::new(Compression::default(), false)
 }
 
-/// Appends the decimal digits of `n`.
-fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
+/// Appends the decimal digits of `n`, without allocating.
+fn push_decimal(out: &mut Vec<u8>, n: usize) {
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 fn header_line(out: &mut Template, name: &str, value: &str) {

@@ -105,10 +105,7 @@ impl CValue {
                     }
                 }
             }
-            CValue::LastStatus => {
-                let mut digits = [0u8; 5];
-                out(status_text(cx.state.last_status, &mut digits));
-            }
+            CValue::LastStatus => out(itoa::Buffer::new().format(cx.state.last_status)),
             CValue::Concat(parts) => {
                 for part in parts.iter() {
                     part.pieces(cx, out);
@@ -121,21 +118,6 @@ impl CValue {
     pub(crate) fn write(&self, cx: Eval<'_>, out: &mut String) {
         self.pieces(cx, &mut |piece| out.push_str(piece));
     }
-}
-
-/// Decimal text of a status code (0..=65535) without allocating.
-fn status_text(status: u16, digits: &mut [u8; 5]) -> &str {
-    let mut n = status;
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    std::str::from_utf8(&digits[at..]).unwrap_or("0")
 }
 
 /// How a dynamic piece of a template is written.
