@@ -23,14 +23,6 @@ pub struct SecondBucket {
 }
 
 impl SecondBucket {
-    pub fn mean_latency_us(&self) -> f64 {
-        if self.responses == 0 {
-            0.0
-        } else {
-            self.latency_sum_us as f64 / self.responses as f64
-        }
-    }
-
     fn merge(&mut self, other: &SecondBucket) {
         self.responses += other.responses;
         self.errors += other.errors;

@@ -65,7 +65,6 @@ pub(crate) fn assign(workload: &Workload, threads: usize) -> Vec<Share> {
         other => other.vus().unwrap_or(1),
     };
     let workers = (threads.max(1) as u64).min(clients.max(1)) as usize;
-    let vus_per_worker = split_evenly(clients.min(u64::MAX / 2), workers);
     match workload {
         Workload::OpenArrivals(open) => {
             let max_per_worker = open.max_clients.map(|max| split_evenly(max, workers));
@@ -75,10 +74,12 @@ pub(crate) fn assign(workload: &Workload, threads: usize) -> Vec<Share> {
                         phases: open
                             .phases
                             .iter()
-                            .map(|p| barrage_plan::ArrivalPhase {
-                                duration: p.duration,
-                                rate: p.rate / workers as f64,
-                                ramp_to: p.ramp_to.map(|r| r / workers as f64),
+                            .map(|p| {
+                                barrage_plan::ArrivalPhase::new(
+                                    p.duration,
+                                    p.rate / workers as f64,
+                                    p.ramp_to.map(|r| r / workers as f64),
+                                )
                             })
                             .collect(),
                         max_clients: max_per_worker.as_ref().map(|m| m[i]),
@@ -88,6 +89,7 @@ pub(crate) fn assign(workload: &Workload, threads: usize) -> Vec<Share> {
                 .collect()
         }
         Workload::ClosedVus(closed) => {
+            let vus_per_worker = split_evenly(closed.vus, workers);
             let budgets = closed
                 .iterations
                 .filter(|_| closed.duration.is_none())
@@ -103,7 +105,7 @@ pub(crate) fn assign(workload: &Workload, threads: usize) -> Vec<Share> {
         }
         Workload::ArrivalRate(rate) => {
             let limit = rate.iterations.filter(|_| rate.duration.is_none());
-            vus_per_worker
+            split_evenly(rate.vus, workers)
                 .iter()
                 .enumerate()
                 .map(|(i, &vus)| Share {
