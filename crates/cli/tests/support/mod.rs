@@ -356,9 +356,13 @@ pub fn closed_port() -> u16 {
 
 /// A fresh path under cargo's scratch directory for integration tests.
 pub fn scratch_file(name: &str, contents: &[u8]) -> std::path::PathBuf {
+    // Tests run in parallel threads of one process: a per-call sequence number keeps two tests
+    // that write a file of the same name from overwriting each other's.
+    static SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let sequence = SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("barrage-cli-tests");
     std::fs::create_dir_all(&dir).expect("scratch dir");
-    let path = dir.join(format!("{}-{name}", std::process::id()));
+    let path = dir.join(format!("{}-{sequence}-{name}", std::process::id()));
     std::fs::write(&path, contents).expect("write scratch file");
     path
 }
