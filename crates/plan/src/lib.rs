@@ -7,6 +7,7 @@
 mod duration;
 mod session;
 mod target;
+mod thresholds;
 mod workload;
 
 pub use duration::{parse_duration, DurationError};
@@ -15,6 +16,10 @@ pub use session::{
     HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value, Wait,
 };
 pub use target::{Scheme, Target, TargetError};
+pub use thresholds::{
+    compare, is_per_tag, metric_kind, parse_expression, parse_key, threshold_problem, Aggregation,
+    is_metric_name, MetricDecl, MetricKind, MetricSample, MetricsSpec, ResponseTiming, SampleInput, Threshold, ThresholdRule, BUILTIN_METRICS,
+};
 pub use workload::{ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, Workload, WorkloadError};
 
 use serde::{Deserialize, Serialize};
@@ -41,6 +46,9 @@ pub struct Plan {
     /// CSV/TSV data, loaded at compile time; `pick_row` bindings refer to it by index.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub data_sources: Vec<DataSource>,
+    /// Custom metrics and pass/fail thresholds.
+    #[serde(default, skip_serializing_if = "MetricsSpec::is_empty")]
+    pub metrics: MetricsSpec,
 }
 
 /// Options that apply to every request of the test.
@@ -143,6 +151,12 @@ impl Plan {
                     index: *source,
                 });
             }
+            Step::Add(sample) if !self.metrics.custom.iter().any(|d| d.name == sample.metric) => {
+                return Err(PlanError::Metrics(format!(
+                    "session `{session}` adds to `{}`, which is not a declared custom metric",
+                    sample.metric
+                )));
+            }
             _ => {}
         }
         Ok(())
@@ -177,6 +191,7 @@ impl Plan {
             return Err(PlanError::ZeroTimeout);
         }
         self.workload.validate()?;
+        self.metrics.validate(&self.tags)?;
         Ok(())
     }
 }
@@ -201,6 +216,8 @@ pub enum PlanError {
     ZeroTimeout,
     #[error(transparent)]
     Workload(#[from] WorkloadError),
+    #[error("{0}")]
+    Metrics(String),
 }
 
 /// Serialises durations as integer milliseconds, the unit humans read plans in.
@@ -264,6 +281,7 @@ mod tests {
                 }],
             }],
             data_sources: vec![],
+            metrics: MetricsSpec::default(),
         }
     }
 

@@ -42,6 +42,8 @@ pub enum Step {
     ForEver {
         steps: Vec<Step>,
     },
+    /// Adds a value to a custom metric (`session.add`).
+    Add(crate::MetricSample),
 }
 
 /// A value computed per client while the session runs.
