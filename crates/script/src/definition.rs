@@ -37,6 +37,7 @@ struct Definition {
     grace_period: Option<Duration>,
     weights: Vec<(String, u32, Location)>,
     sessions: Vec<Session>,
+    metrics: crate::metrics::MetricDefs,
 }
 
 /// Builds the plan named `name` from what the script recorded.
@@ -73,6 +74,8 @@ pub(crate) fn build(
             "setTarget" => def.set_target(call, &a)?,
             "setArrivalPhases" => def.set_phases(call, &a)?,
             "setTestOptions" => def.set_options(call, &a)?,
+            "setThresholds" => def.metrics.set_thresholds(call, &a)?,
+            "metric" => def.metrics.declare(call, &a)?,
             "setSessionWeights" => {
                 a.arity(&call.args, 1, 1)?;
                 for (session, weight) in a.map(&call.args[0], "weights")? {
@@ -95,7 +98,7 @@ pub(crate) fn build(
             other => return Err(a.err(format_args!("unknown definition verb `{other}`"))),
         }
     }
-    def.into_plan(name, file, tags, data_sources)
+    def.into_plan(name, file, tags, data_sources, record)
 }
 
 /// Loads every data file once (by resolved path); returns the sources and, for each load
@@ -306,6 +309,7 @@ impl Definition {
         file: &str,
         tags: Tags,
         data_sources: Vec<DataSource>,
+        record: &Record,
     ) -> Result<Plan, ScriptError> {
         let whole = Location::file(file);
         for (session, weight, loc) in &self.weights {
@@ -339,6 +343,7 @@ impl Definition {
                 "no sessions: define at least one with definition.session(name, function (session) { ... })",
             ));
         }
+        let metrics = std::mem::take(&mut self.metrics).finish(record, &tags.names)?;
         let plan = Plan {
             format_version: PLAN_FORMAT_VERSION,
             name: name.to_string(),
@@ -352,6 +357,7 @@ impl Definition {
             tags: tags.names,
             sessions: self.sessions,
             data_sources,
+            metrics,
         };
         plan.validate()
             .map_err(|e| ScriptError::dsl(&whole, e.to_string()))?;

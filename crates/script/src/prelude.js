@@ -228,6 +228,14 @@
       inSession("session.lastHttpStatus");
       return marker("s");
     },
+    add: stepVerb("add"),
+    lastResponse: function (timing) {
+      inSession("session.lastResponse");
+      if (typeof timing !== "string" || !NAME.test(timing)) {
+        throw dslError("`session.lastResponse`: name the timing, like \"duration\" or \"waiting\"");
+      }
+      return marker("t:" + timing);
+    },
     ds: ds,
   });
 
@@ -240,6 +248,12 @@
     },
     setTestOptions: function () {
       ir.defs.push(call("setTestOptions", Array.prototype.slice.call(arguments)));
+    },
+    setThresholds: function () {
+      ir.defs.push(call("setThresholds", Array.prototype.slice.call(arguments)));
+    },
+    metric: function () {
+      ir.defs.push(call("metric", Array.prototype.slice.call(arguments)));
     },
     setSessionWeights: function () {
       ir.defs.push(call("setSessionWeights", Array.prototype.slice.call(arguments)));

@@ -151,6 +151,11 @@ impl SessionBuilder<'_> {
                 Part::Handle(_) | Part::Row(_) => return Err(a.err(
                     "the path holds a data source or a whole row; use row.get(column) for a column",
                 )),
+                Part::Timing(_) => {
+                    return Err(a.err(
+                        "the path holds session.lastResponse(...), which only session.add takes",
+                    ))
+                }
             }
         }
         Ok(display)
@@ -273,6 +278,13 @@ pub(crate) fn step_vars(step: &Step) -> Vec<String> {
         Step::Check(check) => values.extend([&check.condition.value, &check.condition.expected]),
         Step::If { condition, .. } => values.extend([&condition.value, &condition.expected]),
         Step::Times { count, .. } => values.push(count),
+        Step::Add(sample) => match &sample.input {
+            barrage_plan::SampleInput::Value { value } => values.push(value),
+            barrage_plan::SampleInput::Condition { condition } => {
+                values.extend([&condition.value, &condition.expected])
+            }
+            barrage_plan::SampleInput::LastResponse { .. } => {}
+        },
         Step::Wait(_) | Step::Bind { .. } | Step::ForEver { .. } => {}
     }
     values

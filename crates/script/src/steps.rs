@@ -127,6 +127,7 @@ impl<'a> SessionBuilder<'a> {
                     steps: self.steps(&call.steps)?,
                 }
             }
+            "add" => crate::metrics::add_step(args, &a)?,
             "pickFrom" => self.pick(call, &a)?,
             "generate" => self.generate(call, &a)?,
             other => return Err(a.err(format_args!("unknown session verb `{other}`"))),
@@ -220,7 +221,7 @@ impl<'a> SessionBuilder<'a> {
 }
 
 /// `value, op, expected`.
-fn condition(args: &[JsVal], a: &Args) -> Result<Condition, ScriptError> {
+pub(crate) fn condition(args: &[JsVal], a: &Args) -> Result<Condition, ScriptError> {
     let op_text = a.string(&args[1], "op")?;
     let op = CompareOp::parse(op_text).ok_or_else(|| {
         a.err(format_args!(

@@ -22,6 +22,8 @@ pub(crate) enum Part {
     Handle(usize),
     /// A row object (`pickFrom`'s result) used as text, bound to this variable.
     Row(String),
+    /// `session.lastResponse(name)`: a timing, for `session.add` only.
+    Timing(String),
 }
 
 fn marker(body: &str) -> Option<Part> {
@@ -40,6 +42,7 @@ fn marker(body: &str) -> Option<Part> {
         }
         "d" => Part::Handle(rest.parse().ok()?),
         "r" => Part::Row(rest.to_string()),
+        "t" => Part::Timing(rest.to_string()),
         _ => return None,
     })
 }
@@ -91,6 +94,11 @@ pub(crate) fn text_value(text: &str, a: &Args, name: &str) -> Result<Value, Scri
             Part::Row(_) => {
                 return Err(a.err(format_args!(
                     "`{name}` is a whole row; use row.get(column) for one of its columns"
+                )))
+            }
+            Part::Timing(_) => {
+                return Err(a.err(format_args!(
+                    "`{name}`: session.lastResponse(...) can only be given to session.add"
                 )))
             }
         });

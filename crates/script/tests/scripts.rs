@@ -380,3 +380,62 @@ fn calls_made_through_helper_functions_point_at_the_helper() {
         "{e}"
     );
 }
+
+#[test]
+fn thresholds_and_custom_metrics_compile_into_the_plan() {
+    let source = format!(
+        "{HEAD}definition.metric('errors', 'rate');
+definition.metric('ttfb', 'trend');
+definition.setThresholds({{
+  'http_req_duration{{tag:ping}}': ['p(95)<200', {{threshold: 'max<5000', abortOnFail: true, delayAbortEval: '5s'}}],
+  errors: 'rate<0.1',
+  ttfb: 'avg<100',
+}});
+definition.session('s', function (session) {{
+  session.get('/ping', {{tag: 'ping'}});
+  session.add('errors', session.lastHttpStatus(), '>=', 400);
+  session.add('ttfb', session.lastResponse('waiting'));
+}});
+"
+    );
+    let plan = compile_source(&source, "ok.js", &fixtures()).unwrap_or_else(|e| panic!("{e}"));
+    let spec = &plan.metrics;
+    assert_eq!(spec.custom.len(), 2);
+    assert_eq!(spec.thresholds.len(), 3);
+    assert_eq!(spec.thresholds[0].tag.as_deref(), Some("ping"));
+    assert!(spec.thresholds[0].rules[1].abort_on_fail);
+    let adds = plan.sessions[0]
+        .steps
+        .iter()
+        .filter(|s| matches!(s, Step::Add(_)))
+        .count();
+    assert_eq!(adds, 2);
+}
+
+#[test]
+fn threshold_and_metric_mistakes_point_at_the_call() {
+    let e = error(&format!(
+        "{HEAD}definition.session('s', function (session) {{ session.get('/'); }});\ndefinition.setThresholds({{http_req_duraton: 'p(95)<1'}});"
+    ));
+    assert!(
+        e.starts_with("bad.js:4:12: `definition.setThresholds`: threshold on unknown metric `http_req_duraton`"),
+        "{e}"
+    );
+    let e = error(&format!(
+        "{HEAD}definition.setThresholds({{http_req_duration: 'p95<1'}});"
+    ));
+    assert!(e.starts_with("bad.js:3:12:") && e.contains("unknown aggregation `p95`"), "{e}");
+    let e = error(&format!(
+        "{HEAD}definition.setThresholds({{'http_reqs{{tag:nope}}': 'count>1'}});\ndefinition.session('s', function (session) {{ session.get('/'); }});"
+    ));
+    assert!(e.contains("no request has the tag `nope`"), "{e}");
+    let e = error(&in_session("  session.get('/');\n  session.add('nope', 1);"));
+    assert!(
+        e.starts_with("bad.js:5:11: `session.add`: `nope` is not a custom metric"),
+        "{e}"
+    );
+    let e = error(&format!("{HEAD}definition.metric('m', 'histogram');"));
+    assert!(e.contains("unknown metric kind `histogram`"), "{e}");
+    let e = error(&in_session("  session.get('/' + session.lastResponse('duration'));"));
+    assert!(e.contains("only session.add takes"), "{e}");
+}
