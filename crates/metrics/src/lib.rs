@@ -5,11 +5,13 @@
 //! is exact — histograms add bucket by bucket, counters add — so merged figures equal those of
 //! one recorder that saw every request. That property is what makes distributed runs correct.
 
+mod custom;
 mod error_kind;
 mod latency;
 mod run;
 mod series;
 
+pub use custom::{CustomKind, CustomMetric, CustomMetrics, CustomValues, Trend};
 pub use error_kind::ErrorKind;
 pub use latency::{LatencyHistogram, LatencyStats, MAX_TRACKABLE_MICROS, STANDARD_PERCENTILES};
 pub use run::{

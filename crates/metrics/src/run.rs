@@ -1,6 +1,6 @@
 //! Per-tag and per-run metrics: what one worker records, and the exact merge of many workers.
 
-use crate::{ErrorKind, LatencyHistogram, Series};
+use crate::{CustomMetrics, ErrorKind, LatencyHistogram, Series};
 use std::time::Duration;
 
 /// Counts of responses by HTTP status code (100–599).
@@ -195,6 +195,10 @@ pub struct RunMetrics {
     /// One entry per check of the plan, in plan order (sessions in order, steps depth-first);
     /// the engine refers to them by index.
     pub checks: Vec<CheckCounts>,
+    /// How long each session (iteration) took, start to end, whatever its ending.
+    pub iteration_duration: LatencyHistogram,
+    /// The plan's custom metrics, in declaration order.
+    pub custom: CustomMetrics,
 }
 
 impl RunMetrics {
@@ -276,6 +280,8 @@ impl RunMetrics {
         }
         self.sessions.merge(&other.sessions);
         self.connections_opened += other.connections_opened;
+        self.iteration_duration.merge(&other.iteration_duration);
+        self.custom.merge(&other.custom);
         // Checks are aligned by index like tags; a longer `other` brings its names along.
         for (i, theirs) in other.checks.iter().enumerate() {
             match self.checks.get_mut(i) {
