@@ -69,6 +69,7 @@ fn main() {
             ],
         }],
         data_sources: vec![],
+        metrics: Default::default(),
     };
     let control = RunControl::default();
     let engine_control = control.clone();

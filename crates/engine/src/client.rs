@@ -1,6 +1,7 @@
 //! A client (a VU, or an arriving session): owns its connection and its session state, and
 //! runs compiled session programs with a program counter. Requests go through `exchange.rs`.
 
+use crate::session::custom::{sample_number, SampleSource};
 use crate::session::program::Instr;
 use crate::session::state::SessionState;
 use crate::session::values::{CValue, Eval};
@@ -62,7 +63,11 @@ impl Client {
         session: &CompiledSession,
         intended_start: Instant,
     ) {
-        match self.run_program(worker, session, intended_start).await {
+        let ending = self.run_program(worker, session, intended_start).await;
+        // From the intended start, like the first request's latency: time queued behind an
+        // overloaded worker belongs to the iteration.
+        worker.record_iteration(intended_start.elapsed());
+        match ending {
             Ending::Completed => worker.session_completed(),
             Ending::Failed => worker.session_failed(),
         }
@@ -150,6 +155,21 @@ impl Client {
                     }
                 }
                 Instr::Jump(target) => pc = target as usize,
+                Instr::Add(index) => {
+                    let sample = &session.samples[index as usize];
+                    let value = match &sample.source {
+                        SampleSource::Value(value) => sample_number(
+                            value,
+                            self.eval(worker),
+                            &mut worker.scratch.borrow_mut().text,
+                        ),
+                        SampleSource::Condition(condition) => {
+                            f64::from(u8::from(self.holds(worker, session, *condition)))
+                        }
+                        SampleSource::Timing(timing) => self.state.last_response.millis(*timing),
+                    };
+                    worker.record_custom(sample.metric, value);
+                }
             }
             if self.since_yield >= YIELD_EVERY {
                 tokio::task::yield_now().await;

@@ -4,7 +4,17 @@
 use crate::session::program::compile_session;
 use crate::session::request::RequestContext;
 use crate::session::{CompiledSession, SessionProblem};
-use barrage_plan::{DataSource, Plan};
+use barrage_metrics::{CustomKind, CustomMetrics, RunMetrics};
+use barrage_plan::{DataSource, MetricKind, Plan};
+
+fn custom_kind(kind: MetricKind) -> CustomKind {
+    match kind {
+        MetricKind::Counter => CustomKind::Counter,
+        MetricKind::Gauge => CustomKind::Gauge,
+        MetricKind::Rate => CustomKind::Rate,
+        MetricKind::Trend => CustomKind::Trend,
+    }
+}
 use rand::Rng;
 
 /// Everything a worker needs from the plan, immutable and shared by all workers.
@@ -18,6 +28,8 @@ pub(crate) struct CompiledPlan {
     /// depth-first. Metrics count them by this index.
     pub checks: Vec<(String, bool)>,
     pub data: Vec<DataSource>,
+    /// The plan's custom metrics, in declaration order.
+    pub custom: Vec<(String, CustomKind)>,
 }
 
 /// Why a plan cannot be compiled for execution.
@@ -44,8 +56,14 @@ impl CompiledPlan {
         let mut checks = Vec::new();
         let mut total_weight = 0u64;
         for session in &plan.sessions {
-            let compiled = compile_session(session, &plan.data_sources, &request_cx, &mut checks)
-                .map_err(|problem| CompileError::Session {
+            let compiled = compile_session(
+                session,
+                &plan.data_sources,
+                &request_cx,
+                &mut checks,
+                &plan.metrics.custom,
+            )
+            .map_err(|problem| CompileError::Session {
                 session: session.name.clone(),
                 problem,
             })?;
@@ -59,7 +77,21 @@ impl CompiledPlan {
             tag_count: plan.tags.len(),
             checks,
             data: plan.data_sources.clone(),
+            custom: plan
+                .metrics
+                .custom
+                .iter()
+                .map(|d| (d.name.clone(), custom_kind(d.kind)))
+                .collect(),
         })
+    }
+
+    /// Fresh metrics for this plan: its tags, checks and custom metrics, all zero.
+    pub(crate) fn new_metrics(&self) -> RunMetrics {
+        let mut metrics = RunMetrics::new(self.tag_count)
+            .with_checks(self.checks.iter().map(|(n, f)| (n.clone(), *f)));
+        metrics.custom = CustomMetrics::new(self.custom.iter().map(|(n, k)| (n.clone(), *k)));
+        metrics
     }
 
     /// Picks a session by weight; with one session no random number is drawn.
@@ -105,6 +137,7 @@ mod tests {
                 })
                 .collect(),
             data_sources: vec![],
+            metrics: MetricsSpec::default(),
         }
     }
 

@@ -4,17 +4,42 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::Notify;
 
-/// Asks a run to stop; workers see it between iterations and at their top-level select.
+/// Asks a run to stop. [`StopSignal::stop`] is graceful: nothing new starts, and running
+/// iterations get the grace period; [`StopSignal::stop_now`] cuts them off at once.
 #[derive(Debug, Default)]
 pub struct StopSignal {
     stopped: AtomicBool,
     notify: Notify,
+    now: AtomicBool,
+    notify_now: Notify,
 }
 
 impl StopSignal {
     pub fn stop(&self) {
         self.stopped.store(true, Ordering::Release);
         self.notify.notify_waiters();
+    }
+
+    /// Stops without waiting for running iterations (a second Ctrl-C).
+    pub fn stop_now(&self) {
+        self.now.store(true, Ordering::Release);
+        self.notify_now.notify_waiters();
+        self.stop();
+    }
+
+    pub fn is_stopped_now(&self) -> bool {
+        self.now.load(Ordering::Acquire)
+    }
+
+    /// Resolves once [`StopSignal::stop_now`] has been called.
+    pub async fn wait_now(&self) {
+        let notified = self.notify_now.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if self.is_stopped_now() {
+            return;
+        }
+        notified.await;
     }
 
     pub fn is_stopped(&self) -> bool {
@@ -111,6 +136,8 @@ impl LiveCounters {
 pub struct RunControl {
     pub stop: Arc<StopSignal>,
     pub live: Arc<LiveCounters>,
+    /// Periodic copies of every worker's metrics, when enabled before the run starts.
+    pub snapshots: Arc<crate::snapshots::Snapshots>,
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! idle, record the outcome, and run the request's extractions.
 
 use crate::client::Client;
+use crate::session::custom::LastResponse;
 use crate::session::request::CompiledRequest;
 use crate::session::values::Eval;
 use crate::worker::Worker;
@@ -56,7 +57,7 @@ impl Client {
                 if !(exchange.keep_alive && worker.run.keep_alive) {
                     self.connection = None;
                 }
-                worker.record_response(&ResponseRecord {
+                let record = ResponseRecord {
                     tag: request.tag,
                     second: worker.second_of(exchange.done_at),
                     latency: exchange.done_at.saturating_duration_since(intended),
@@ -76,8 +77,13 @@ impl Client {
                     bytes_sent: sent,
                     bytes_received: exchange.bytes_received,
                     body_bytes: exchange.body_bytes,
-                });
+                };
+                worker.record_response(&record);
                 self.state.last_status = exchange.status;
+                self.state.last_response = LastResponse {
+                    duration: record.latency,
+                    phases: record.phases,
+                };
                 if let Some(captured) = captured {
                     let failures = request.extraction.apply(
                         &captured,
@@ -97,6 +103,7 @@ impl Client {
         };
         self.connection = None;
         self.state.last_status = 0;
+        self.state.last_response = LastResponse::default();
         request.extraction.unset(&mut self.state);
         if let Some(captured) = captured {
             let held = captured.retained_bytes();

@@ -18,9 +18,11 @@ mod exchange;
 mod executor;
 mod scheduler;
 mod session;
+mod snapshots;
 mod worker;
 
 pub use compile::CompileError;
 pub use control::{LiveCounters, LiveSnapshot, RunControl, StopSignal};
 pub use scheduler::{run, EngineError, RunOutcome};
 pub use session::SessionProblem;
+pub use snapshots::{LiveMetrics, Snapshots};

@@ -4,9 +4,10 @@
 use crate::compile::{CompileError, CompiledPlan};
 use crate::control::{RunControl, MAX_WORKERS};
 use crate::executor::{self, Assignment};
+use crate::snapshots::SNAPSHOT_PERIOD;
 use crate::worker::{RunSettings, Worker, WorkerInit};
 use barrage_metrics::RunMetrics;
-use barrage_plan::{Plan, PlanError};
+use barrage_plan::{Plan, PlanError, Workload};
 use rand::SeedableRng;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -78,6 +79,8 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
     );
     let shares = executor::assign(&plan.workload, worker_threads(plan));
     let threads = shares.len();
+    control.snapshots.set_workers(threads);
+    let grace = stop_grace(&plan.workload);
     let started_at = SystemTime::now();
     let run_start = Instant::now();
     let deadline = plan.workload.hard_stop().map(|d| run_start + d);
@@ -113,11 +116,10 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
         handles.push(
             std::thread::Builder::new()
                 .name(format!("barrage-worker-{index}"))
-                .spawn(move || run_worker(init, assignment))?,
+                .spawn(move || run_worker(init, assignment, grace))?,
         );
     }
-    let mut metrics = RunMetrics::new(compiled.tag_count)
-        .with_checks(compiled.checks.iter().map(|(n, f)| (n.clone(), *f)));
+    let mut metrics = compiled.new_metrics();
     let mut failure = None;
     for handle in handles {
         match handle.join() {
@@ -140,9 +142,46 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
     })
 }
 
+/// How long running iterations may go on after a graceful stop (Ctrl-C, abortOnFail).
+fn stop_grace(workload: &Workload) -> Duration {
+    match workload {
+        Workload::OpenArrivals(open) => open.grace_period,
+        _ => DEFAULT_STOP_GRACE,
+    }
+}
+
+/// The grace period of a stop when the workload names none.
+const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(30);
+
+async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Publishes a copy of the worker's metrics every period (only when snapshots are on).
+async fn publish_snapshots(worker: Rc<Worker>) {
+    let mut ticks = tokio::time::interval(SNAPSHOT_PERIOD);
+    loop {
+        ticks.tick().await;
+        let copy = worker.metrics.borrow().clone();
+        let at = worker.run.run_start.elapsed();
+        worker
+            .run
+            .control
+            .snapshots
+            .publish(worker.run.index, copy, at);
+    }
+}
+
 /// One worker thread: a current-thread runtime and a `LocalSet`, so clients share the
 /// worker's state through `Rc`/`RefCell` instead of atomics and locks.
-fn run_worker(init: WorkerInit, assignment: Assignment) -> std::io::Result<RunMetrics> {
+fn run_worker(
+    init: WorkerInit,
+    assignment: Assignment,
+    grace: Duration,
+) -> std::io::Result<RunMetrics> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -151,17 +190,28 @@ fn run_worker(init: WorkerInit, assignment: Assignment) -> std::io::Result<RunMe
     let stop = Arc::clone(&init.run.control.stop);
     let worker = Rc::new(Worker::new(init));
     let driven = Rc::clone(&worker);
+    if worker.run.control.snapshots.enabled() {
+        local.spawn_local(publish_snapshots(Rc::clone(&worker)));
+    }
+    let watched = Rc::clone(&worker);
     local.block_on(&runtime, async move {
-        let until_deadline = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d.into()).await,
-                None => std::future::pending().await,
-            }
+        let drive = executor::drive(driven, assignment);
+        tokio::pin!(drive);
+        let stopped = tokio::select! {
+            _ = &mut drive => false,
+            _ = stop.wait() => true,
+            _ = until(deadline) => false,
         };
-        tokio::select! {
-            _ = executor::drive(driven, assignment) => {}
-            _ = stop.wait() => {}
-            _ = until_deadline => {}
+        if stopped {
+            // A graceful stop: executors start nothing new, running iterations may finish
+            // within the grace period (a second stop, or the deadline, cuts them off).
+            tokio::select! {
+                _ = &mut drive => {}
+                _ = watched.all_clients_finished() => {}
+                _ = tokio::time::sleep(grace) => {}
+                _ = stop.wait_now() => {}
+                _ = until(deadline) => {}
+            }
         }
     });
     // Dropping the set cancels clients still in flight at the deadline or stop: their

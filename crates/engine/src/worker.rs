@@ -151,8 +151,7 @@ pub(crate) struct WorkerInit {
 
 impl Worker {
     pub(crate) fn new(init: WorkerInit) -> Self {
-        let metrics = RunMetrics::new(init.run.plan.tag_count)
-            .with_checks(init.run.plan.checks.iter().map(|(n, f)| (n.clone(), *f)));
+        let metrics = init.run.plan.new_metrics();
         Self {
             read_buffers: ReadBuffers::new(),
             request_buffers: Pool::default(),
@@ -227,6 +226,21 @@ impl Worker {
     #[inline]
     pub(crate) fn record_check(&self, metric: usize, passed: bool) {
         self.metrics.borrow_mut().record_check(metric, passed);
+    }
+
+    /// Adds `value` to custom metric `metric`.
+    #[inline]
+    pub(crate) fn record_custom(&self, metric: usize, value: f64) {
+        let at = Instant::now()
+            .saturating_duration_since(self.run.run_start)
+            .as_micros() as u64;
+        self.metrics.borrow_mut().custom.record(metric, value, at);
+    }
+
+    /// A session (iteration) ended, after `took`.
+    #[inline]
+    pub(crate) fn record_iteration(&self, took: Duration) {
+        self.metrics.borrow_mut().iteration_duration.record(took);
     }
 
     pub(crate) fn record_extraction_failures(&self, tag: usize, failures: u64) {

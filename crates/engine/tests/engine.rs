@@ -34,6 +34,7 @@ fn open_plan(addr: std::net::SocketAddr, path: &str, workload: OpenArrivals) -> 
             steps: vec![Step::Request(RequestStep::simple(Method::Get, path, 0)); 2],
         }],
         data_sources: vec![],
+        metrics: Default::default(),
     }
 }
 

@@ -6,6 +6,7 @@
 
 pub(crate) mod binds;
 pub(crate) mod checks;
+pub(crate) mod custom;
 pub(crate) mod extract;
 pub(crate) mod program;
 pub(crate) mod request;
@@ -30,6 +31,8 @@ pub(crate) struct CompiledSession {
     pub binds: Vec<CompiledBind>,
     /// `times` counts, evaluated when their loop starts.
     pub counts: Vec<CValue>,
+    /// `session.add` samples for custom metrics.
+    pub samples: Vec<custom::CompiledSample>,
     /// Variables the session uses (ids `0..var_count`).
     pub var_count: usize,
 }
@@ -67,6 +70,8 @@ pub enum SessionProblem {
     },
     #[error("a for_ever block without any request or wait would spin without end")]
     SpinningForEver,
+    #[error("adds to `{0}`, which the plan does not declare as a custom metric")]
+    UnknownMetric(String),
 }
 
 /// A worker's scratch buffers for the synchronous parts of running sessions (building

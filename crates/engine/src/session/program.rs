@@ -14,7 +14,8 @@ use super::extract::Extractions;
 use super::request::{CompiledRequest, RequestContext};
 use super::values::{CValue, VarId};
 use super::{CompiledSession, SessionProblem};
-use barrage_plan::{walk_steps, Binding, DataSource, Session, Step};
+use super::custom::CompiledSample;
+use barrage_plan::{walk_steps, Binding, DataSource, MetricDecl, Session, Step};
 
 /// One instruction of a compiled session; operands index the session's tables.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -27,6 +28,8 @@ pub(crate) enum Instr {
     LoopNext { body: u32 },
     IfNot { condition: u32, target: u32 },
     Jump(u32),
+    /// Adds a sample to a custom metric (index into the session's samples).
+    Add(u32),
 }
 
 /// The variables of one session: names to ids, and which data source a row variable holds.
@@ -160,6 +163,8 @@ pub(crate) struct Compiler<'a, 'c> {
     pub request_cx: &'c RequestContext<'c>,
     /// The plan's check list, `(name, fatal)`: checks are counted by their index in it.
     pub plan_checks: &'c mut Vec<(String, bool)>,
+    /// The plan's custom metrics: samples refer to them by index.
+    pub custom: &'c [MetricDecl],
     pub out: CompiledSession,
 }
 
@@ -232,6 +237,16 @@ impl Compiler<'_, '_> {
                     let target = self.pc();
                     self.out.program[at] = Instr::IfNot { condition, target };
                 }
+                Step::Add(sample) => {
+                    let conditions = &mut self.out.conditions;
+                    let compiled =
+                        CompiledSample::compile(sample, self.custom, &mut self.scope, |c, scope| {
+                            conditions.push(CompiledCondition::compile(c, scope)?);
+                            Ok((conditions.len() - 1) as u32)
+                        })?;
+                    self.out.samples.push(compiled);
+                    self.emit(Instr::Add((self.out.samples.len() - 1) as u32));
+                }
                 Step::ForEver { steps } => {
                     if !awaits(steps) {
                         return Err(SessionProblem::SpinningForEver);
@@ -252,12 +267,14 @@ pub(crate) fn compile_session(
     data: &[DataSource],
     request_cx: &RequestContext<'_>,
     plan_checks: &mut Vec<(String, bool)>,
+    custom: &[MetricDecl],
 ) -> Result<CompiledSession, SessionProblem> {
     let scope = Scope::new(&session.steps, data)?;
     let mut compiler = Compiler {
         scope,
         request_cx,
         plan_checks,
+        custom,
         out: CompiledSession::default(),
     };
     compiler.block(&session.steps)?;

@@ -27,6 +27,8 @@ pub(crate) struct SessionState {
     pub loops: Vec<u64>,
     /// Status of the last response; 0 before any, or after a transport error.
     pub last_status: u16,
+    /// Timings of the last response (for `session.add`).
+    pub last_response: super::custom::LastResponse,
 }
 
 impl SessionState {
@@ -47,6 +49,7 @@ impl SessionState {
         }
         self.loops.clear();
         self.last_status = 0;
+        self.last_response = Default::default();
     }
 
     #[inline]

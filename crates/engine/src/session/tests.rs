@@ -38,7 +38,7 @@ fn compile(steps: Vec<Step>) -> Result<CompiledSession, SessionProblem> {
         weight: 1,
         steps,
     };
-    compile_session(&session, &data, &cx, &mut Vec::new())
+    compile_session(&session, &data, &cx, &mut Vec::new(), &[])
 }
 
 #[test]

@@ -31,6 +31,7 @@ pub fn scenario_plan(
             steps,
         }],
         data_sources: vec![],
+        metrics: Default::default(),
     }
 }
 
