@@ -42,6 +42,12 @@ impl LatencyHistogram {
             .saturating_record(micros.min(MAX_TRACKABLE_MICROS));
     }
 
+    /// Records `micros` `count` times (e.g. the zero connect times of reused connections).
+    pub fn record_micros_n(&mut self, micros: u64, count: u64) {
+        self.inner
+            .saturating_record_n(micros.min(MAX_TRACKABLE_MICROS), count);
+    }
+
     #[inline]
     pub fn record(&mut self, duration: Duration) {
         self.record_micros(duration.as_micros().min(u128::from(MAX_TRACKABLE_MICROS)) as u64);

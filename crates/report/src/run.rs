@@ -62,6 +62,10 @@ pub fn render_run(summary: &Summary) -> String {
         summary.bytes_received
     );
 
+    crate::k6::render_thresholds(&summary.k6, &mut out);
+    crate::k6::render_checks(&summary.checks, &mut out);
+    crate::k6::render_metrics(&summary.k6, &mut out);
+
     let header = [
         "tag", "count", "rate/s", "min", "p50", "p90", "p95", "p99", "p99.9", "max", "errors",
     ];
@@ -108,20 +112,6 @@ pub fn render_run(summary: &Summary) -> String {
         out,
         "\nlatency is measured from each request's intended start"
     );
-
-    if !summary.checks.is_empty() {
-        let _ = writeln!(out, "\nchecks");
-        for check in &summary.checks {
-            let mark = if check.failed == 0 { "✓" } else { "✗" };
-            let kind = if check.fatal { "assert" } else { "check" };
-            let total = check.passed + check.failed;
-            let _ = writeln!(
-                out,
-                "  {mark} {kind} {}  {}/{total} passed, {} failed",
-                check.name, check.passed, check.failed
-            );
-        }
-    }
 
     let codes: Vec<String> = summary
         .status_codes
@@ -189,9 +179,10 @@ mod tests {
         assert!(text.contains("200: 90  503: 10"), "{text}");
         assert!(text.contains("timeout: 1"), "{text}");
         assert!(
-            text.contains("✗ assert token present  97/98 passed, 1 failed"),
+            text.contains("✗ token present (assert)\n     ↳  99% — ✓ 97 / ✗ 1"),
             "{text}"
         );
+        assert!(text.contains("  METRICS"), "{text}");
         assert_eq!(duration_cell(999), "999µs");
         assert_eq!(duration_cell(20_500), "20.50ms");
         assert_eq!(duration_cell(12_000_000), "12.00s");

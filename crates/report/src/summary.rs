@@ -4,6 +4,7 @@ use barrage_metrics::{
     CheckCounts, LatencyHistogram, LatencyStats, RunMetrics, SecondBucket, SessionCounters,
     TagMetrics,
 };
+use crate::k6::K6Summary;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -20,6 +21,10 @@ pub struct RunInfo {
     pub tags: Vec<String>,
     /// Open model: the arrivals the plan asked for and over how long (seconds).
     pub planned_arrivals: Option<PlannedArrivals>,
+    /// The plan's thresholds, evaluated into the summary.
+    pub thresholds: Vec<barrage_plan::Threshold>,
+    /// The Trend statistics to show (`--summary-trend-stats`).
+    pub trend_stats: Vec<barrage_plan::Aggregation>,
 }
 
 /// What an open workload planned, to compare with what was achieved.
@@ -82,6 +87,8 @@ pub struct TagSummary {
 /// Everything a report shows. Field names are the JSON output's, so they are stable API.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Summary {
+    /// The barrage version that wrote this summary.
+    pub version: &'static str,
     pub name: String,
     pub target: String,
     /// Seconds since the Unix epoch when the run started.
@@ -118,6 +125,9 @@ pub struct Summary {
     pub checks: Vec<CheckCounts>,
     pub arrivals: Option<ArrivalSummary>,
     pub per_second: Vec<SecondBucket>,
+    /// k6's view: metrics, per-tag metrics, thresholds.
+    #[serde(flatten)]
+    pub k6: K6Summary,
 }
 
 fn tag_summary(name: &str, tag: &TagMetrics) -> TagSummary {
@@ -144,6 +154,7 @@ impl Summary {
             ("read", PhaseSummary::of(&total.read)),
         ]);
         Summary {
+            version: env!("CARGO_PKG_VERSION"),
             name: info.name.clone(),
             target: info.target.clone(),
             started_at_unix_s: info
@@ -205,6 +216,13 @@ impl Summary {
                 }
             }),
             per_second: metrics.series().seconds,
+            k6: K6Summary::new(
+                metrics,
+                &info.tags,
+                info.elapsed,
+                &info.thresholds,
+                &info.trend_stats,
+            ),
         }
     }
 
@@ -249,6 +267,8 @@ pub(crate) mod tests {
             threads: 1,
             tags: vec!["GET /".into()],
             planned_arrivals: None,
+            thresholds: Vec::new(),
+            trend_stats: crate::k6_metrics::DEFAULT_TREND_STATS.to_vec(),
         };
         (info, metrics)
     }

@@ -1,0 +1,163 @@
+//! Threshold evaluation against the k6 view of (merged) metrics: at the end of a run, and
+//! while it goes on for `abortOnFail` rules once their `delayAbortEval` has passed.
+//!
+//! A metric without values yet (no request with that tag, no sample of a trend) fails no
+//! threshold, as in k6; the result says "no data".
+
+use crate::k6_metrics::find_metric;
+use barrage_metrics::RunMetrics;
+use barrage_plan::{compare, Threshold};
+use serde::Serialize;
+use std::time::Duration;
+
+/// One threshold expression, evaluated.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ThresholdResult {
+    /// The metric key as written (`http_req_duration{tag:ping}`).
+    pub metric: String,
+    /// The expression as written (`p(95)<200`).
+    pub expression: String,
+    /// The aggregation's value (`None`: the metric has no values).
+    pub observed: Option<f64>,
+    pub passed: bool,
+    pub abort_on_fail: bool,
+}
+
+/// Evaluates every rule of every threshold.
+pub fn evaluate(
+    thresholds: &[Threshold],
+    metrics: &RunMetrics,
+    tags: &[String],
+    elapsed: Duration,
+) -> Vec<ThresholdResult> {
+    let mut out = Vec::new();
+    for threshold in thresholds {
+        let metric = find_metric(
+            metrics,
+            tags,
+            elapsed,
+            &threshold.metric,
+            threshold.tag.as_deref(),
+        );
+        for rule in &threshold.rules {
+            let observed = metric.as_ref().and_then(|m| m.aggregate(rule.aggregation));
+            out.push(ThresholdResult {
+                metric: threshold.key.clone(),
+                expression: rule.expression.clone(),
+                observed,
+                passed: observed.is_none_or(|v| compare(v, rule.op, rule.value)),
+                abort_on_fail: rule.abort_on_fail,
+            });
+        }
+    }
+    out
+}
+
+/// While the run goes on: the first `abortOnFail` rule that fails at `elapsed` into the run
+/// (past its `delayAbortEval`), described for the user.
+pub fn abort_reason(
+    thresholds: &[Threshold],
+    metrics: &RunMetrics,
+    tags: &[String],
+    elapsed: Duration,
+) -> Option<String> {
+    let armed: Vec<Threshold> = thresholds
+        .iter()
+        .filter_map(|t| {
+            let rules: Vec<_> = t
+                .rules
+                .iter()
+                .filter(|r| r.abort_on_fail && r.delay_abort_eval.is_none_or(|d| elapsed >= d))
+                .cloned()
+                .collect();
+            (!rules.is_empty()).then(|| Threshold {
+                rules,
+                ..t.clone()
+            })
+        })
+        .collect();
+    evaluate(&armed, metrics, tags, elapsed)
+        .into_iter()
+        .find(|r| !r.passed)
+        .map(|r| {
+            format!(
+                "threshold `{}` on {} failed (observed {}) and has abortOnFail",
+                r.expression,
+                r.metric,
+                r.observed.map_or("no data".into(), |v| format!("{v}"))
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use barrage_plan::{parse_expression, parse_key, ThresholdRule};
+
+    fn threshold(key: &str, exprs: &[&str], abort: Option<Duration>) -> Threshold {
+        let (metric, tag) = parse_key(key).unwrap();
+        Threshold {
+            key: key.into(),
+            metric,
+            tag,
+            rules: exprs
+                .iter()
+                .map(|e| {
+                    let (aggregation, op, value) = parse_expression(e).unwrap();
+                    ThresholdRule {
+                        expression: e.to_string(),
+                        aggregation,
+                        op,
+                        value,
+                        abort_on_fail: abort.is_some(),
+                        delay_abort_eval: abort,
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn rules_pass_and_fail_on_observed_values() {
+        let (_, metrics) = crate::summary::tests::sample();
+        let tags = vec!["GET /".to_string()];
+        let results = evaluate(
+            &[
+                threshold("http_req_duration", &["p(95)<100", "max<1.5"], None),
+                threshold("http_reqs{tag:GET /}", &["count==101"], None),
+                threshold("checks", &["rate>0.99"], None),
+            ],
+            &metrics,
+            &tags,
+            Duration::from_secs(2),
+        );
+        let passed: Vec<bool> = results.iter().map(|r| r.passed).collect();
+        assert_eq!(passed, [true, false, true, true]);
+        assert!((results[1].observed.unwrap() - 1.99).abs() < 0.01);
+        assert_eq!(results[3].observed, None, "no check ran: no data");
+    }
+
+    #[test]
+    fn abort_waits_for_the_delay() {
+        let (_, metrics) = crate::summary::tests::sample();
+        let tags = vec!["GET /".to_string()];
+        let failing = [threshold(
+            "http_req_failed",
+            &["rate<0.01"],
+            Some(Duration::from_secs(5)),
+        )];
+        assert_eq!(
+            abort_reason(&failing, &metrics, &tags, Duration::from_secs(4)),
+            None
+        );
+        let reason = abort_reason(&failing, &metrics, &tags, Duration::from_secs(5)).unwrap();
+        assert!(reason.contains("`rate<0.01` on http_req_failed failed"), "{reason}");
+        let not_armed = [threshold("http_req_failed", &["rate<0.01"], None)];
+        let mut plain = not_armed.clone();
+        plain[0].rules[0].abort_on_fail = false;
+        assert_eq!(
+            abort_reason(&plain, &metrics, &tags, Duration::from_secs(9)),
+            None
+        );
+    }
+}
