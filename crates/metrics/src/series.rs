@@ -23,7 +23,7 @@ pub struct SecondBucket {
 }
 
 impl SecondBucket {
-    fn merge(&mut self, other: &SecondBucket) {
+    pub fn merge(&mut self, other: &SecondBucket) {
         self.responses += other.responses;
         self.errors += other.errors;
         self.bytes_sent += other.bytes_sent;

@@ -5,8 +5,10 @@
 
 mod hey;
 mod k6;
+mod junit;
 mod k6_metrics;
 mod run;
+mod series_out;
 mod summary;
 mod thresholds;
 
@@ -15,6 +17,8 @@ pub use k6::{format_ms, K6Summary};
 pub use k6_metrics::{
     find_metric, k6_metrics, K6Metric, K6Values, MetricSummary, DEFAULT_TREND_STATS,
 };
+pub use junit::render_junit;
 pub use run::render_run;
+pub use series_out::{ndjson_line, render_csv};
 pub use thresholds::{abort_reason, evaluate, ThresholdResult};
 pub use summary::{ArrivalSummary, PhaseSummary, PlannedArrivals, RunInfo, Summary, TagSummary};
