@@ -138,6 +138,8 @@ pub struct RunControl {
     pub live: Arc<LiveCounters>,
     /// Periodic copies of every worker's metrics, when enabled before the run starts.
     pub snapshots: Arc<crate::snapshots::Snapshots>,
+    /// The opt-in per-request sample log.
+    pub samples: Option<Arc<crate::samples::SampleSink>>,
 }
 
 #[cfg(test)]

@@ -217,6 +217,9 @@ fn run_worker(
     // Dropping the set cancels clients still in flight at the deadline or stop: their
     // unfinished requests are not counted, their sessions count as interrupted.
     drop(local);
+    if let Some(sampler) = &worker.sampler {
+        sampler.borrow_mut().flush();
+    }
     let mut metrics = worker.metrics.take();
     // Every admitted session ended one way or was cut off: interrupted is what is left.
     let sessions = &mut metrics.sessions;

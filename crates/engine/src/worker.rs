@@ -4,6 +4,7 @@
 use crate::compile::CompiledPlan;
 use crate::control::{LiveSlot, RunControl};
 use crate::session::binds::RowCursors;
+use crate::samples::Sampler;
 use crate::session::Scratch;
 use barrage_http::{Captured, ReadBuffers};
 use barrage_metrics::{ErrorKind, ResponseRecord, RunMetrics};
@@ -37,6 +38,8 @@ pub(crate) struct Worker {
     /// Sequential row-pick cursors, one per data source.
     pub rows: RowCursors,
     pub request_ids: RequestIds,
+    /// Keeps a random share of requests when the sample log is on.
+    pub sampler: Option<RefCell<Sampler>>,
 }
 
 /// Buffers larger than this are freed rather than pooled after use.
@@ -159,6 +162,12 @@ impl Worker {
             scratch: RefCell::new(Scratch::default()),
             rows: RowCursors::new(init.run.plan.data.len(), init.run.index, init.workers),
             request_ids: RequestIds::new(init.run_id, init.run.index),
+            sampler: init
+                .run
+                .control
+                .samples
+                .as_ref()
+                .map(|sink| RefCell::new(Sampler::new(Arc::clone(sink), init.run.index))),
             run: init.run,
             remaining: Cell::new(init.iterations),
             metrics: RefCell::new(metrics),
@@ -191,6 +200,10 @@ impl Worker {
         }
     }
 
+    fn millis_into_run(&self) -> f64 {
+        self.run.run_start.elapsed().as_secs_f64() * 1000.0
+    }
+
     #[inline]
     pub(crate) fn second_of(&self, at: Instant) -> u64 {
         at.saturating_duration_since(self.run.run_start).as_secs()
@@ -200,6 +213,9 @@ impl Worker {
     pub(crate) fn record_response(&self, record: &ResponseRecord) {
         self.metrics.borrow_mut().record_response(record);
         self.live().add_response();
+        if let Some(sampler) = &self.sampler {
+            sampler.borrow_mut().response(record, self.millis_into_run());
+        }
     }
 
     #[inline]
@@ -208,6 +224,9 @@ impl Worker {
             .borrow_mut()
             .record_error(tag, self.second_of(at), kind, bytes_sent);
         self.live().add_error();
+        if let Some(sampler) = &self.sampler {
+            sampler.borrow_mut().error(tag, kind, self.millis_into_run());
+        }
     }
 
     pub(crate) fn session_started(&self) {

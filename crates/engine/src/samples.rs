@@ -1,0 +1,197 @@
+//! The opt-in per-request sample log (`--out samples=FILE:RATE`): each worker keeps a
+//! random share `rate` of its requests as NDJSON lines in its own buffer and hands a full
+//! buffer to the shared sink (one lock per 64 KiB of lines, never per request). Without a
+//! sink nothing per request is kept.
+
+use barrage_metrics::{ErrorKind, ResponseRecord};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::io::Write;
+use std::sync::Mutex;
+
+/// Buffered lines are handed to the sink beyond this size.
+const FLUSH_BYTES: usize = 64 << 10;
+
+/// Where sampled requests go.
+pub struct SampleSink {
+    rate: f64,
+    tags: Vec<String>,
+    out: Mutex<Box<dyn Write + Send>>,
+    /// The first write error, reported at the end of the run.
+    failed: Mutex<Option<std::io::Error>>,
+}
+
+impl std::fmt::Debug for SampleSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SampleSink")
+            .field("rate", &self.rate)
+            .finish()
+    }
+}
+
+impl SampleSink {
+    /// Keeps a share `rate` (0–1] of requests; `tags` names the plan's tags.
+    pub fn new(rate: f64, tags: Vec<String>, out: Box<dyn Write + Send>) -> Self {
+        Self {
+            rate,
+            tags,
+            out: Mutex::new(out),
+            failed: Mutex::new(None),
+        }
+    }
+
+    fn write(&self, bytes: &[u8]) {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = out.write_all(bytes) {
+            self.failed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(e);
+        }
+    }
+
+    /// Flushes the sink; the first write error of the run, if any.
+    pub fn finish(&self) -> std::io::Result<()> {
+        if let Some(e) = self
+            .failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            return Err(e);
+        }
+        self.out.lock().unwrap_or_else(|p| p.into_inner()).flush()
+    }
+}
+
+/// One worker's sampler: its own random stream (so sampling never shifts the schedule) and
+/// line buffer.
+pub(crate) struct Sampler {
+    sink: std::sync::Arc<SampleSink>,
+    rng: SmallRng,
+    buffer: Vec<u8>,
+}
+
+impl Sampler {
+    pub(crate) fn new(sink: std::sync::Arc<SampleSink>, worker: usize) -> Self {
+        Self {
+            sink,
+            rng: SmallRng::seed_from_u64(0x5a4d_504c_4553 ^ worker as u64),
+            buffer: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn take(&mut self) -> bool {
+        self.rng.gen::<f64>() < self.sink.rate
+    }
+
+    fn tag(&self, tag: usize) -> String {
+        let name = self.sink.tags.get(tag).map_or("?", String::as_str);
+        serde_json::to_string(name).unwrap_or_else(|_| "\"?\"".into())
+    }
+
+    /// Maybe keeps `record`, `at_ms` into the run.
+    pub(crate) fn response(&mut self, record: &ResponseRecord, at_ms: f64) {
+        if !self.take() {
+            return;
+        }
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+        let tag = self.tag(record.tag);
+        let _ = writeln!(
+            self.buffer,
+            "{{\"t_ms\":{at_ms:.3},\"tag\":{tag},\"status\":{},\"duration_ms\":{:.3},\"connecting_ms\":{:.3},\"sending_ms\":{:.3},\"waiting_ms\":{:.3},\"receiving_ms\":{:.3},\"bytes_received\":{}}}",
+            record.status,
+            ms(record.latency),
+            ms(record.phases.connect.unwrap_or_default()),
+            ms(record.phases.write),
+            ms(record.phases.wait),
+            ms(record.phases.read),
+            record.bytes_received
+        );
+        self.flush_if_full();
+    }
+
+    /// Maybe keeps a failed request.
+    pub(crate) fn error(&mut self, tag: usize, kind: ErrorKind, at_ms: f64) {
+        if !self.take() {
+            return;
+        }
+        let tag = self.tag(tag);
+        let _ = writeln!(
+            self.buffer,
+            "{{\"t_ms\":{at_ms:.3},\"tag\":{tag},\"error\":\"{}\"}}",
+            kind.name()
+        );
+        self.flush_if_full();
+    }
+
+    fn flush_if_full(&mut self) {
+        if self.buffer.len() >= FLUSH_BYTES {
+            self.flush();
+        }
+    }
+
+    pub(crate) fn flush(&mut self) {
+        if !self.buffer.is_empty() {
+            self.sink.write(&self.buffer);
+            self.buffer.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use barrage_metrics::PhaseTimings;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn keeps_about_the_rate_and_writes_json_lines() {
+        let shared = Shared::default();
+        let sink = Arc::new(SampleSink::new(
+            0.1,
+            vec!["a\"b".into()],
+            Box::new(shared.clone()),
+        ));
+        let mut sampler = Sampler::new(Arc::clone(&sink), 0);
+        let record = ResponseRecord {
+            tag: 0,
+            second: 0,
+            latency: Duration::from_micros(1500),
+            phases: PhaseTimings::default(),
+            status: 200,
+            bytes_sent: 1,
+            bytes_received: 2,
+            body_bytes: 0,
+        };
+        for i in 0..10_000 {
+            sampler.response(&record, f64::from(i));
+        }
+        sampler.error(0, ErrorKind::Timeout, 1.0);
+        sampler.flush();
+        sink.finish().unwrap();
+        let text = String::from_utf8(shared.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!((800..1200).contains(&lines.len()), "{}", lines.len());
+        assert_eq!(lines[0]["tag"], "a\"b");
+        assert_eq!(lines[0]["duration_ms"], 1.5);
+    }
+}
