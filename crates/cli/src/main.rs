@@ -1,5 +1,6 @@
 //! The `barrage` binary: parses the command line and wires script/plan, engine, and reports.
 
+mod outputs;
 mod overrides;
 mod quick;
 mod runner;
@@ -9,8 +10,10 @@ mod usage;
 use anyhow::Context;
 use barrage_report::{render_hey, render_run};
 use clap::{Parser, Subcommand};
+use outputs::OutputArgs;
 use overrides::Overrides;
 use quick::{quick_plan, OutputFormat, QuickArgs};
+use runner::RunOptions;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -79,9 +82,8 @@ struct RunArgs {
     file: PathBuf,
     #[command(flatten)]
     overrides: OverrideArgs,
-    /// Also write the full summary as JSON to this file
-    #[arg(long)]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    outputs: OutputArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -164,32 +166,49 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 }
 
 fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
-    let finished = scenario::run_command(&args.file, &args.overrides.resolve()?)?;
-    if let Some(path) = &args.json {
-        std::fs::write(path, finished.summary.to_json() + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
+    let trend_stats = args.outputs.trend_stats()?;
+    let plan = scenario::prepare(&args.file, &args.overrides.resolve()?)?;
+    let streams = args.outputs.streams(&plan.tags)?;
+    let files = args.outputs.final_files()?;
+    let finished = runner::execute(
+        &plan,
+        RunOptions {
+            show_progress: runner::progress_wanted(),
+            streams,
+            trend_stats,
+        },
+    )?;
     print_out(&render_run(&finished.summary))?;
-    Ok(exit::OK)
+    files.write(&finished.summary)?;
+    Ok(finished.exit_code(true))
 }
 
 fn quick_command(args: &QuickArgs) -> anyhow::Result<i32> {
     let format = args.output_format()?;
+    let trend_stats = args.outputs.trend_stats()?;
     let plan = quick_plan(args)?;
     if args.print_plan {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(exit::OK);
     }
+    let streams = args.outputs.streams(&plan.tags)?;
+    let files = args.outputs.final_files()?;
     let finished = runner::execute(
         &plan,
-        runner::progress_wanted() && format == OutputFormat::Text,
+        RunOptions {
+            show_progress: runner::progress_wanted() && format == OutputFormat::Text,
+            streams,
+            trend_stats,
+        },
     )?;
     let text = match format {
         OutputFormat::Text => render_hey(&finished.summary),
         OutputFormat::Json => finished.summary.to_json() + "\n",
     };
     print_out(&text)?;
-    Ok(exit::OK)
+    files.write(&finished.summary)?;
+    // hey's behaviour: failed requests are reported, not an error exit.
+    Ok(finished.exit_code(false))
 }
 
 fn target_command(args: &TargetArgs) -> anyhow::Result<i32> {
@@ -247,9 +266,10 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
         output: None,
         threads: None,
         print_plan: false,
+        outputs: OutputArgs::default(),
     };
     let plan = quick_plan(&quick)?;
-    let finished = runner::execute(&plan, runner::progress_wanted())?;
+    let finished = runner::execute(&plan, RunOptions::plain(runner::progress_wanted()))?;
     target.shutdown();
     print_out(&render_hey(&finished.summary))?;
     Ok(exit::OK)

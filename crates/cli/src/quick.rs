@@ -68,6 +68,8 @@ pub struct QuickArgs {
     /// Print the plan this command compiles to, as JSON, and exit
     #[arg(long)]
     pub print_plan: bool,
+    #[command(flatten)]
+    pub outputs: crate::outputs::OutputArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,6 +243,7 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
         }],
         target,
         data_sources: Vec::new(),
+        metrics: Default::default(),
     };
     plan.validate().map_err(|e| usage(e.to_string()))?;
     Ok(plan)

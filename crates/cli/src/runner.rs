@@ -1,12 +1,21 @@
-//! Runs a plan for any command: the engine on its own thread, with live progress on a TTY and
-//! Ctrl-C handling (first: stop and report what was done; second: exit at once).
+//! Runs a plan for any command: the engine on its own thread, with live progress on a TTY,
+//! live threshold checks (`abortOnFail`) and the NDJSON stream on merged snapshots, and
+//! Ctrl-C handling (first: graceful stop, running iterations get the grace period; second:
+//! stop at once; both still summarise and write every output).
 
+use crate::outputs::Streams;
 use crate::usage::exit;
+use anyhow::Context;
 use barrage_engine::{LiveSnapshot, RunControl};
-use barrage_plan::{Plan, Workload};
-use barrage_report::{PlannedArrivals, RunInfo, Summary};
+use barrage_metrics::RunMetrics;
+use barrage_plan::{Aggregation, Plan, Workload};
+use barrage_report::{
+    abort_reason, ndjson_line, PlannedArrivals, RunInfo, Summary, DEFAULT_TREND_STATS,
+};
 use indicatif::{ProgressBar, ProgressStyle};
+use std::fs::File;
 use std::io::IsTerminal;
+use std::io::{BufWriter, Write};
 use std::time::{Duration, Instant};
 
 const PROGRESS_TICK: Duration = Duration::from_millis(250);
@@ -14,6 +23,110 @@ const PROGRESS_TICK: Duration = Duration::from_millis(250);
 /// A finished run, summarised.
 pub struct Finished {
     pub summary: Summary,
+    /// Ctrl-C was pressed twice: the run was cut off (exit code 130).
+    pub interrupted_twice: bool,
+}
+
+impl Finished {
+    /// The exit code of a finished run: 130 after a second Ctrl-C; 1 when no request got a
+    /// response (with `unreachable_fails`); 99 when a threshold failed; else 0.
+    pub fn exit_code(&self, unreachable_fails: bool) -> i32 {
+        let s = &self.summary;
+        if self.interrupted_twice {
+            return exit::INTERRUPTED_TWICE;
+        }
+        if unreachable_fails && s.responses == 0 && s.errors > 0 {
+            let kinds: Vec<String> = s
+                .errors_by_kind
+                .iter()
+                .map(|(k, n)| format!("{k}: {n}"))
+                .collect();
+            eprintln!(
+                "error: the target never answered: all {} requests failed ({})",
+                s.errors,
+                kinds.join(", ")
+            );
+            return exit::RUNTIME;
+        }
+        if s.k6.thresholds_failed() || s.k6.aborted_by_threshold.is_some() {
+            eprintln!("error: some thresholds have failed");
+            return exit::THRESHOLDS_FAILED;
+        }
+        exit::OK
+    }
+}
+
+/// How often merged snapshots are read for live thresholds and the NDJSON stream.
+const LIVE_PERIOD: Duration = Duration::from_secs(1);
+
+/// What a run does besides running: outputs streamed while it goes on, summary columns.
+pub struct RunOptions {
+    pub show_progress: bool,
+    pub streams: Streams,
+    pub trend_stats: Vec<Aggregation>,
+}
+
+impl RunOptions {
+    /// Progress only, no streams, default columns.
+    pub fn plain(show_progress: bool) -> Self {
+        Self {
+            show_progress,
+            streams: Streams::default(),
+            trend_stats: DEFAULT_TREND_STATS.to_vec(),
+        }
+    }
+}
+
+/// Live work on merged snapshots: the NDJSON stream and `abortOnFail` thresholds.
+struct Live<'a> {
+    plan: &'a Plan,
+    ndjson: Option<BufWriter<File>>,
+    /// The next second to stream.
+    next_second: usize,
+    aborted: Option<String>,
+}
+
+impl Live<'_> {
+    fn wanted(&self) -> bool {
+        self.ndjson.is_some()
+            || self
+                .plan
+                .metrics
+                .thresholds
+                .iter()
+                .any(|t| t.rules.iter().any(|r| r.abort_on_fail))
+    }
+
+    /// Streams the seconds before `complete` (exclusive).
+    fn stream(&mut self, metrics: &RunMetrics, complete: usize) -> anyhow::Result<()> {
+        if let Some(out) = &mut self.ndjson {
+            while self.next_second < complete {
+                out.write_all(ndjson_line(metrics, &self.plan.tags, self.next_second).as_bytes())
+                    .context("writing the --out ndjson stream")?;
+                self.next_second += 1;
+            }
+            out.flush().context("writing the --out ndjson stream")?;
+        }
+        Ok(())
+    }
+
+    fn tick(&mut self, control: &RunControl) -> anyhow::Result<()> {
+        let Some(live) = control.snapshots.merged() else {
+            return Ok(());
+        };
+        self.stream(&live.metrics, live.as_of.as_secs() as usize)?;
+        if self.aborted.is_none() && !control.stop.is_stopped() {
+            let thresholds = &self.plan.metrics.thresholds;
+            if let Some(reason) =
+                abort_reason(thresholds, &live.metrics, &self.plan.tags, live.as_of)
+            {
+                eprintln!("\nstopping: {reason}");
+                control.stop.stop();
+                self.aborted = Some(reason);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Whether live progress should be drawn: only for a person watching a terminal.
@@ -21,9 +134,23 @@ pub fn progress_wanted() -> bool {
     std::io::stdout().is_terminal() && std::io::stderr().is_terminal()
 }
 
-/// Runs `plan` to its end (or to Ctrl-C) and summarises it.
-pub fn execute(plan: &Plan, show_progress: bool) -> anyhow::Result<Finished> {
-    let control = RunControl::default();
+/// Runs `plan` to its end (or to Ctrl-C, or to a failed `abortOnFail` threshold) and
+/// summarises it.
+pub fn execute(plan: &Plan, options: RunOptions) -> anyhow::Result<Finished> {
+    let control = RunControl {
+        samples: options.streams.samples.clone(),
+        ..RunControl::default()
+    };
+    let mut live = Live {
+        plan,
+        ndjson: options.streams.ndjson,
+        next_second: 0,
+        aborted: None,
+    };
+    if live.wanted() {
+        control.snapshots.enable();
+    }
+    let show_progress = options.show_progress;
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let engine = {
         let (plan, control) = (plan.clone(), control.clone());
@@ -39,10 +166,11 @@ pub fn execute(plan: &Plan, show_progress: bool) -> anyhow::Result<Finished> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    let mut interrupts = 0;
     runtime.block_on(async {
         let mut done = done_rx;
         let mut ticker = tokio::time::interval(PROGRESS_TICK);
-        let mut interrupts = 0;
+        let mut live_ticker = tokio::time::interval(LIVE_PERIOD);
         loop {
             tokio::select! {
                 _ = &mut done => break,
@@ -51,27 +179,39 @@ pub fn execute(plan: &Plan, show_progress: bool) -> anyhow::Result<Finished> {
                         p.update(control.live.snapshot());
                     }
                 }
+                _ = live_ticker.tick(), if live.wanted() => live.tick(&control)?,
                 signal = tokio::signal::ctrl_c() => {
                     if signal.is_err() {
                         continue;
                     }
                     interrupts += 1;
-                    if interrupts >= 2 {
-                        eprintln!("\ninterrupted twice: exiting without a summary");
-                        std::process::exit(exit::INTERRUPTED_TWICE);
+                    match interrupts {
+                        1 => {
+                            eprintln!("\ninterrupted: stopping; running iterations get the grace period, the summary covers what was done (Ctrl-C again to stop at once)");
+                            control.stop.stop();
+                        }
+                        2 => {
+                            eprintln!("\ninterrupted twice: stopping at once, writing what was done (Ctrl-C again to quit without it)");
+                            control.stop.stop_now();
+                        }
+                        _ => std::process::exit(exit::INTERRUPTED_TWICE),
                     }
-                    eprintln!("\ninterrupted: stopping, the summary covers what was done (Ctrl-C again to quit at once)");
-                    control.stop.stop();
                 }
             }
         }
-    });
+        anyhow::Ok(())
+    })?;
     if let Some(p) = progress {
         p.finish();
     }
     let outcome = engine
         .join()
         .map_err(|_| anyhow::anyhow!("the engine thread panicked"))??;
+    let seconds = outcome.metrics.series().seconds.len();
+    live.stream(&outcome.metrics, seconds)?;
+    if let Some(sink) = &options.streams.samples {
+        sink.finish().context("writing the --out samples log")?;
+    }
     let info = RunInfo {
         name: plan.name.clone(),
         target: plan.target.to_string(),
@@ -87,9 +227,15 @@ pub fn execute(plan: &Plan, show_progress: bool) -> anyhow::Result<Finished> {
             }),
             _ => None,
         },
+        thresholds: plan.metrics.thresholds.clone(),
+        trend_stats: options.trend_stats,
     };
-    let summary = Summary::new(&info, &outcome.metrics);
-    Ok(Finished { summary })
+    let mut summary = Summary::new(&info, &outcome.metrics);
+    summary.k6.aborted_by_threshold = live.aborted;
+    Ok(Finished {
+        summary,
+        interrupted_twice: interrupts >= 2,
+    })
 }
 
 /// The live progress line: elapsed (of planned), requests, current rate, errors, clients.

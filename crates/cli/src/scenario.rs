@@ -2,7 +2,6 @@
 //! JSON) compiled into a plan, overridden, executed, and summarised.
 
 use crate::overrides::Overrides;
-use crate::runner;
 use crate::usage::usage;
 use barrage_plan::Plan;
 use std::path::Path;
@@ -37,9 +36,9 @@ pub fn plan_command(path: &Path, overrides: &Overrides) -> anyhow::Result<String
     Ok(serde_json::to_string_pretty(&plan)? + "\n")
 }
 
-/// `barrage run FILE`: runs it and returns the summary (the caller prints it).
-pub fn run_command(path: &Path, overrides: &Overrides) -> anyhow::Result<runner::Finished> {
+/// `barrage run FILE`: the plan to run, overridden (the caller runs it).
+pub fn prepare(path: &Path, overrides: &Overrides) -> anyhow::Result<Plan> {
     let mut plan = load_plan(path)?;
     overrides.apply(&mut plan)?;
-    runner::execute(&plan, runner::progress_wanted())
+    Ok(plan)
 }

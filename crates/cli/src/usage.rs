@@ -1,4 +1,5 @@
-//! Usage errors: bad flags, URLs or files. They exit with code 2; everything else with 1.
+//! Usage errors: bad flags, URLs or files. They exit with code 2; runtime failures with 1;
+//! failed thresholds with 99; a run cut off by a second Ctrl-C with 130.
 
 use std::fmt;
 
@@ -24,5 +25,6 @@ pub mod exit {
     pub const OK: i32 = 0;
     pub const RUNTIME: i32 = 1;
     pub const USAGE: i32 = 2;
+    pub const THRESHOLDS_FAILED: i32 = 99;
     pub const INTERRUPTED_TWICE: i32 = 130;
 }

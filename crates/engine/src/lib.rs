@@ -24,7 +24,7 @@ mod worker;
 
 pub use compile::CompileError;
 pub use control::{LiveCounters, LiveSnapshot, RunControl, StopSignal};
+pub use samples::SampleSink;
 pub use scheduler::{run, EngineError, RunOutcome};
 pub use session::SessionProblem;
-pub use samples::SampleSink;
 pub use snapshots::{LiveMetrics, Snapshots};

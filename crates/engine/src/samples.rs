@@ -52,12 +52,7 @@ impl SampleSink {
 
     /// Flushes the sink; the first write error of the run, if any.
     pub fn finish(&self) -> std::io::Result<()> {
-        if let Some(e) = self
-            .failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
+        if let Some(e) = self.failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
             return Err(e);
         }
         self.out.lock().unwrap_or_else(|p| p.into_inner()).flush()

@@ -65,7 +65,8 @@ impl Snapshots {
     pub fn merged(&self) -> Option<LiveMetrics> {
         let workers = self.workers.load(Ordering::Acquire);
         let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        if workers == 0 || slots.len() < workers || slots.iter().take(workers).any(Option::is_none) {
+        if workers == 0 || slots.len() < workers || slots.iter().take(workers).any(Option::is_none)
+        {
             return None;
         }
         let mut merged: Option<RunMetrics> = None;

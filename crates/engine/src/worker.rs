@@ -3,8 +3,8 @@
 
 use crate::compile::CompiledPlan;
 use crate::control::{LiveSlot, RunControl};
-use crate::session::binds::RowCursors;
 use crate::samples::Sampler;
+use crate::session::binds::RowCursors;
 use crate::session::Scratch;
 use barrage_http::{Captured, ReadBuffers};
 use barrage_metrics::{ErrorKind, ResponseRecord, RunMetrics};
@@ -214,7 +214,9 @@ impl Worker {
         self.metrics.borrow_mut().record_response(record);
         self.live().add_response();
         if let Some(sampler) = &self.sampler {
-            sampler.borrow_mut().response(record, self.millis_into_run());
+            sampler
+                .borrow_mut()
+                .response(record, self.millis_into_run());
         }
     }
 
@@ -225,7 +227,9 @@ impl Worker {
             .record_error(tag, self.second_of(at), kind, bytes_sent);
         self.live().add_error();
         if let Some(sampler) = &self.sampler {
-            sampler.borrow_mut().error(tag, kind, self.millis_into_run());
+            sampler
+                .borrow_mut()
+                .error(tag, kind, self.millis_into_run());
         }
     }
 

@@ -69,8 +69,16 @@ impl Trend {
         let first = self.count() == 0;
         self.histogram.merge(&other.histogram);
         self.sum += other.sum;
-        self.min = if first { other.min } else { self.min.min(other.min) };
-        self.max = if first { other.max } else { self.max.max(other.max) };
+        self.min = if first {
+            other.min
+        } else {
+            self.min.min(other.min)
+        };
+        self.max = if first {
+            other.max
+        } else {
+            self.max.max(other.max)
+        };
     }
 
     pub fn mean(&self) -> f64 {
@@ -98,13 +106,19 @@ pub struct CustomMetric {
 impl CustomMetric {
     pub fn new(name: impl Into<String>, kind: CustomKind) -> Self {
         let values = match kind {
-            CustomKind::Counter => CustomValues::Counter { sum: 0.0, samples: 0 },
+            CustomKind::Counter => CustomValues::Counter {
+                sum: 0.0,
+                samples: 0,
+            },
             CustomKind::Gauge => CustomValues::Gauge {
                 last: None,
                 min: 0.0,
                 max: 0.0,
             },
-            CustomKind::Rate => CustomValues::Rate { trues: 0, samples: 0 },
+            CustomKind::Rate => CustomValues::Rate {
+                trues: 0,
+                samples: 0,
+            },
             CustomKind::Trend => CustomValues::Trend(Trend::default()),
         };
         Self {
@@ -144,10 +158,7 @@ impl CustomMetric {
         match (&mut self.values, &other.values) {
             (
                 CustomValues::Counter { sum, samples },
-                CustomValues::Counter {
-                    sum: s,
-                    samples: n,
-                },
+                CustomValues::Counter { sum: s, samples: n },
             ) => {
                 *sum += s;
                 *samples += n;
@@ -159,22 +170,26 @@ impl CustomMetric {
                     min: their_min,
                     max: their_max,
                 },
-            ) => {
-                match last {
-                    None => {
-                        (*min, *max) = (*their_min, *their_max);
-                        *last = Some(*theirs);
-                    }
-                    Some(mine) => {
-                        *min = min.min(*their_min);
-                        *max = max.max(*their_max);
-                        if theirs.0 > mine.0 {
-                            *mine = *theirs;
-                        }
+            ) => match last {
+                None => {
+                    (*min, *max) = (*their_min, *their_max);
+                    *last = Some(*theirs);
+                }
+                Some(mine) => {
+                    *min = min.min(*their_min);
+                    *max = max.max(*their_max);
+                    if theirs.0 > mine.0 {
+                        *mine = *theirs;
                     }
                 }
-            }
-            (CustomValues::Rate { trues, samples }, CustomValues::Rate { trues: t, samples: n }) => {
+            },
+            (
+                CustomValues::Rate { trues, samples },
+                CustomValues::Rate {
+                    trues: t,
+                    samples: n,
+                },
+            ) => {
                 *trues += t;
                 *samples += n;
             }
@@ -258,7 +273,10 @@ mod tests {
         let CustomValues::Gauge { last, min, max } = &merged.metrics[1].values else {
             panic!()
         };
-        assert_eq!((*last, *min, *max), (Some((999, 999.0 % 37.0 * 1.5)), 0.0, 54.0));
+        assert_eq!(
+            (*last, *min, *max),
+            (Some((999, 999.0 % 37.0 * 1.5)), 0.0, 54.0)
+        );
     }
 
     #[test]
@@ -269,7 +287,10 @@ mod tests {
         }
         assert!(matches!(
             m.metrics[2].values,
-            CustomValues::Rate { trues: 2, samples: 4 }
+            CustomValues::Rate {
+                trues: 2,
+                samples: 4
+            }
         ));
         for v in [10.0, 20.0, 30.5] {
             m.record(3, v, 0);
@@ -279,6 +300,10 @@ mod tests {
         };
         assert_eq!((t.count(), t.min, t.max), (3, 10.0, 30.5));
         assert!((t.mean() - 20.1666).abs() < 1e-3);
-        assert!((t.percentile(50.0) - 20.0).abs() < 0.02, "{}", t.percentile(50.0));
+        assert!(
+            (t.percentile(50.0) - 20.0).abs() < 0.02,
+            "{}",
+            t.percentile(50.0)
+        );
     }
 }

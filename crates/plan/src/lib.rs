@@ -17,8 +17,9 @@ pub use session::{
 };
 pub use target::{Scheme, Target, TargetError};
 pub use thresholds::{
-    compare, is_per_tag, metric_kind, parse_expression, parse_key, threshold_problem, Aggregation,
-    is_metric_name, MetricDecl, MetricKind, MetricSample, MetricsSpec, ResponseTiming, SampleInput, Threshold, ThresholdRule, BUILTIN_METRICS,
+    compare, is_metric_name, is_per_tag, metric_kind, parse_expression, parse_key,
+    threshold_problem, Aggregation, MetricDecl, MetricKind, MetricSample, MetricsSpec,
+    ResponseTiming, SampleInput, Threshold, ThresholdRule, BUILTIN_METRICS,
 };
 pub use workload::{ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, Workload, WorkloadError};
 

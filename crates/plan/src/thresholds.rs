@@ -329,9 +329,9 @@ pub fn parse_key(key: &str) -> Result<(String, Option<String>), String> {
 /// Parses one expression, `p(95) < 200`.
 pub fn parse_expression(text: &str) -> Result<(Aggregation, CompareOp, f64), String> {
     let expression = text.trim();
-    let at = expression
-        .find(['<', '>', '=', '!'])
-        .ok_or_else(|| format!("threshold `{text}`: expected `aggregation operator value`, like `p(95)<200`"))?;
+    let at = expression.find(['<', '>', '=', '!']).ok_or_else(|| {
+        format!("threshold `{text}`: expected `aggregation operator value`, like `p(95)<200`")
+    })?;
     let (left, rest) = expression.split_at(at);
     let op_len = if rest[1..].starts_with('=') { 2 } else { 1 };
     let op = match &rest[..op_len] {
@@ -464,9 +464,15 @@ mod tests {
         assert!(parse_expression("p95<200")
             .unwrap_err()
             .contains("unknown aggregation `p95`"));
-        assert!(parse_expression("avg<fast").unwrap_err().contains("not a number"));
-        assert!(parse_expression("avg 200").unwrap_err().contains("expected"));
-        assert!(parse_expression("avg=200").unwrap_err().contains("unknown operator `=`"));
+        assert!(parse_expression("avg<fast")
+            .unwrap_err()
+            .contains("not a number"));
+        assert!(parse_expression("avg 200")
+            .unwrap_err()
+            .contains("expected"));
+        assert!(parse_expression("avg=200")
+            .unwrap_err()
+            .contains("unknown operator `=`"));
         assert!(parse_expression("p(101)<1").is_err());
     }
 
@@ -511,7 +517,9 @@ mod tests {
         let ok = |k, e| threshold_problem(&threshold(k, e), &tags, &custom);
         assert_eq!(ok("http_req_duration{tag:ping}", "p(95)<200"), None);
         assert_eq!(ok("errors", "rate<0.1"), None);
-        assert!(ok("latency", "avg<1").unwrap().contains("unknown metric `latency`"));
+        assert!(ok("latency", "avg<1")
+            .unwrap()
+            .contains("unknown metric `latency`"));
         assert!(ok("http_reqs{tag:pong}", "count>1")
             .unwrap()
             .contains("no request has the tag `pong`"));

@@ -81,13 +81,8 @@ pub fn render_junit(summary: &Summary) -> String {
         .iter()
         .map(|c| Case {
             name: c.name.clone(),
-            failure: (c.failed > 0).then(|| {
-                format!(
-                    "{} of {} failed",
-                    c.failed,
-                    c.passed + c.failed
-                )
-            }),
+            failure: (c.failed > 0)
+                .then(|| format!("{} of {} failed", c.failed, c.passed + c.failed)),
         })
         .collect();
     let total = thresholds.len() + checks.len();
@@ -103,8 +98,20 @@ pub fn render_junit(summary: &Summary) -> String {
         escape(&summary.name),
         summary.total_s
     );
-    suite(&mut out, "thresholds", "barrage.thresholds", &thresholds, summary.total_s);
-    suite(&mut out, "checks", "barrage.checks", &checks, summary.total_s);
+    suite(
+        &mut out,
+        "thresholds",
+        "barrage.thresholds",
+        &thresholds,
+        summary.total_s,
+    );
+    suite(
+        &mut out,
+        "checks",
+        "barrage.checks",
+        &checks,
+        summary.total_s,
+    );
     out.push_str("</testsuites>\n");
     out
 }
@@ -147,11 +154,14 @@ mod tests {
             "{xml}"
         );
         assert!(
-            xml.contains("<failure message=\"http_req_failed rate&lt;0.01 failed: observed 0.1\"/>"),
+            xml.contains(
+                "<failure message=\"http_req_failed rate&lt;0.01 failed: observed 0.1\"/>"
+            ),
             "{xml}"
         );
         assert!(
-            xml.contains("name=\"status &lt;400 &amp; &quot;ok&quot;\"") && xml.contains("1 of 4 failed"),
+            xml.contains("name=\"status &lt;400 &amp; &quot;ok&quot;\"")
+                && xml.contains("1 of 4 failed"),
             "{xml}"
         );
     }

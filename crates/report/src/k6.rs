@@ -307,18 +307,27 @@ mod tests {
         render_thresholds(&summary, &mut text);
         render_checks(&metrics.checks, &mut text);
         render_metrics(&summary, &mut text);
-        assert!(text.contains("    http_req_duration\n    ✓ 'p(95)<100' p(95)=1."), "{text}");
+        assert!(
+            text.contains("    http_req_duration\n    ✓ 'p(95)<100' p(95)=1."),
+            "{text}"
+        );
         assert!(
             text.contains("    http_req_failed{tag:GET /}\n    ✗ 'rate<0.01' rate=10.89%"),
             "{text}"
         );
         assert!(text.contains("    ✓ has body"), "{text}");
-        assert!(text.contains("    ✗ is 200\n     ↳  90% — ✓ 90 / ✗ 10"), "{text}");
+        assert!(
+            text.contains("    ✗ is 200\n     ↳  90% — ✓ 90 / ✗ 10"),
+            "{text}"
+        );
         let line = text
             .lines()
             .find(|l| l.trim_start().starts_with("http_req_duration..."))
             .unwrap();
-        assert!(line.contains(": avg=1.") && line.contains(" p(99)="), "{line}");
+        assert!(
+            line.contains(": avg=1.") && line.contains(" p(99)="),
+            "{line}"
+        );
         assert!(text.contains("http_reqs"), "{text}");
         assert!(text.contains(": 101  50.50/s"), "{text}");
         assert!(text.contains(": 10.89%  11 out of 101"), "{text}");

@@ -64,10 +64,20 @@ impl TrendValues {
 #[derive(Debug, Clone)]
 pub enum K6Values {
     /// `count` over the run, `rate` per second.
-    Counter { count: f64, rate: f64 },
-    Gauge { value: Option<f64>, min: f64, max: f64 },
+    Counter {
+        count: f64,
+        rate: f64,
+    },
+    Gauge {
+        value: Option<f64>,
+        min: f64,
+        max: f64,
+    },
     /// `trues` of `total` values were non-zero.
-    Rate { trues: u64, total: u64 },
+    Rate {
+        trues: u64,
+        total: u64,
+    },
     Trend(TrendValues),
 }
 
@@ -231,7 +241,13 @@ fn with_zeros(histogram: &LatencyHistogram, responses: u64) -> LatencyHistogram 
 /// The `http_*` and `data_*` metrics of `tag` (all tags merged when `name` is `None`).
 fn http_metrics(tag: &TagMetrics, name: Option<&str>, elapsed: Duration) -> Vec<K6Metric> {
     let responses = tag.responses();
-    let failed = tag.error_count() + tag.status.iter().filter(|(s, _)| *s >= 400).map(|(_, n)| n).sum::<u64>();
+    let failed = tag.error_count()
+        + tag
+            .status
+            .iter()
+            .filter(|(s, _)| *s >= 400)
+            .map(|(_, n)| n)
+            .sum::<u64>();
     let connecting = with_zeros(&tag.connect, responses);
     // TLS is not implemented yet: every request spent 0 in a handshake. Once the HTTP layer
     // times handshakes, this must read that phase.
@@ -376,7 +392,9 @@ mod tests {
         let reqs = get(&all, "http_reqs");
         assert_eq!(reqs.aggregate(Aggregation::Count), Some(101.0));
         assert_eq!(reqs.aggregate(Aggregation::Rate), Some(50.5));
-        let failed = get(&all, "http_req_failed").aggregate(Aggregation::Rate).unwrap();
+        let failed = get(&all, "http_req_failed")
+            .aggregate(Aggregation::Rate)
+            .unwrap();
         assert!((failed - 11.0 / 101.0).abs() < 1e-12);
         let duration = get(&all, "http_req_duration");
         assert!((duration.aggregate(Aggregation::Min).unwrap() - 1.0).abs() < 0.01);
@@ -390,13 +408,23 @@ mod tests {
             get(&all, "http_req_tls_handshaking").aggregate(Aggregation::Max),
             Some(0.0)
         );
-        assert_eq!(get(&all, "iterations").aggregate(Aggregation::Count), Some(105.0));
+        assert_eq!(
+            get(&all, "iterations").aggregate(Aggregation::Count),
+            Some(105.0)
+        );
         assert_eq!(
             get(&all, "iteration_duration").aggregate(Aggregation::Avg),
             Some(2.0)
         );
-        assert_eq!(get(&all, "data_sent").aggregate(Aggregation::Count), Some(5050.0));
-        assert_eq!(get(&all, "checks").aggregate(Aggregation::Rate), None, "no checks ran");
+        assert_eq!(
+            get(&all, "data_sent").aggregate(Aggregation::Count),
+            Some(5050.0)
+        );
+        assert_eq!(
+            get(&all, "checks").aggregate(Aggregation::Rate),
+            None,
+            "no checks ran"
+        );
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //! hey's layout, and `-o json` serialises it as is.
 
 mod hey;
-mod k6;
 mod junit;
+mod k6;
 mod k6_metrics;
 mod run;
 mod series_out;
@@ -13,12 +13,12 @@ mod summary;
 mod thresholds;
 
 pub use hey::render_hey;
+pub use junit::render_junit;
 pub use k6::{format_ms, K6Summary};
 pub use k6_metrics::{
     find_metric, k6_metrics, K6Metric, K6Values, MetricSummary, DEFAULT_TREND_STATS,
 };
-pub use junit::render_junit;
 pub use run::render_run;
 pub use series_out::{ndjson_line, render_csv};
-pub use thresholds::{abort_reason, evaluate, ThresholdResult};
 pub use summary::{ArrivalSummary, PhaseSummary, PlannedArrivals, RunInfo, Summary, TagSummary};
+pub use thresholds::{abort_reason, evaluate, ThresholdResult};

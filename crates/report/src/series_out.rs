@@ -29,7 +29,12 @@ fn mean_ms(bucket: &SecondBucket) -> f64 {
 pub fn render_csv(summary: &Summary) -> String {
     let mut out = String::from(CSV_HEADER);
     out.push('\n');
-    let seconds = summary.tags.iter().map(|t| t.per_second.len()).max().unwrap_or(0);
+    let seconds = summary
+        .tags
+        .iter()
+        .map(|t| t.per_second.len())
+        .max()
+        .unwrap_or(0);
     for second in 0..seconds {
         for tag in &summary.tags {
             let Some(b) = tag.per_second.get(second) else {
@@ -113,7 +118,10 @@ mod tests {
         assert_eq!(lines[0], CSV_HEADER);
         assert_eq!(lines.len(), 3, "{csv}");
         assert!(lines[1].starts_with("0,GET /,50,50,0,0,50,0,0,0,"), "{csv}");
-        assert!(lines[2].starts_with("1,GET /,51,50,1,0,40,0,0,10,"), "{csv}");
+        assert!(
+            lines[2].starts_with("1,GET /,51,50,1,0,40,0,0,10,"),
+            "{csv}"
+        );
         assert_eq!(csv_field("a,b"), "\"a,b\"");
     }
 

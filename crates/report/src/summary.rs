@@ -1,10 +1,10 @@
 //! The summary model: figures derived from merged metrics, serialisable as the JSON output.
 
+use crate::k6::K6Summary;
 use barrage_metrics::{
     CheckCounts, LatencyHistogram, LatencyStats, RunMetrics, SecondBucket, SessionCounters,
     TagMetrics,
 };
-use crate::k6::K6Summary;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -70,10 +70,7 @@ pub fn abort_reason(
                 .filter(|r| r.abort_on_fail && r.delay_abort_eval.is_none_or(|d| elapsed >= d))
                 .cloned()
                 .collect();
-            (!rules.is_empty()).then(|| Threshold {
-                rules,
-                ..t.clone()
-            })
+            (!rules.is_empty()).then(|| Threshold { rules, ..t.clone() })
         })
         .collect();
     evaluate(&armed, metrics, tags, elapsed)
@@ -151,7 +148,10 @@ mod tests {
             None
         );
         let reason = abort_reason(&failing, &metrics, &tags, Duration::from_secs(5)).unwrap();
-        assert!(reason.contains("`rate<0.01` on http_req_failed failed"), "{reason}");
+        assert!(
+            reason.contains("`rate<0.01` on http_req_failed failed"),
+            "{reason}"
+        );
         let not_armed = [threshold("http_req_failed", &["rate<0.01"], None)];
         let mut plain = not_armed.clone();
         plain[0].rules[0].abort_on_fail = false;

@@ -132,9 +132,8 @@ fn collect_adds<'c>(calls: &'c [Call], out: &mut Vec<&'c Call>) {
 }
 
 fn rule(item: &JsVal, key: &str, a: &Args) -> Result<ThresholdRule, ScriptError> {
-    let parse = |text: &str| {
-        parse_expression(text).map_err(|e| a.err(format_args!("`{key}`: {e}")))
-    };
+    let parse =
+        |text: &str| parse_expression(text).map_err(|e| a.err(format_args!("`{key}`: {e}")));
     match item {
         JsVal::Str(text) => {
             let (aggregation, op, value) = parse(text)?;

@@ -424,18 +424,25 @@ fn threshold_and_metric_mistakes_point_at_the_call() {
     let e = error(&format!(
         "{HEAD}definition.setThresholds({{http_req_duration: 'p95<1'}});"
     ));
-    assert!(e.starts_with("bad.js:3:12:") && e.contains("unknown aggregation `p95`"), "{e}");
+    assert!(
+        e.starts_with("bad.js:3:12:") && e.contains("unknown aggregation `p95`"),
+        "{e}"
+    );
     let e = error(&format!(
         "{HEAD}definition.setThresholds({{'http_reqs{{tag:nope}}': 'count>1'}});\ndefinition.session('s', function (session) {{ session.get('/'); }});"
     ));
     assert!(e.contains("no request has the tag `nope`"), "{e}");
-    let e = error(&in_session("  session.get('/');\n  session.add('nope', 1);"));
+    let e = error(&in_session(
+        "  session.get('/');\n  session.add('nope', 1);",
+    ));
     assert!(
         e.starts_with("bad.js:5:11: `session.add`: `nope` is not a custom metric"),
         "{e}"
     );
     let e = error(&format!("{HEAD}definition.metric('m', 'histogram');"));
     assert!(e.contains("unknown metric kind `histogram`"), "{e}");
-    let e = error(&in_session("  session.get('/' + session.lastResponse('duration'));"));
+    let e = error(&in_session(
+        "  session.get('/' + session.lastResponse('duration'));",
+    ));
     assert!(e.contains("only session.add takes"), "{e}");
 }

@@ -62,7 +62,9 @@ impl CompiledSample {
             .ok_or_else(|| SessionProblem::UnknownMetric(sample.metric.clone()))?;
         let source = match &sample.input {
             SampleInput::Value { value } => SampleSource::Value(CValue::compile(value, scope)?),
-            SampleInput::Condition { condition: c } => SampleSource::Condition(condition(c, scope)?),
+            SampleInput::Condition { condition: c } => {
+                SampleSource::Condition(condition(c, scope)?)
+            }
             SampleInput::LastResponse { timing } => SampleSource::Timing(*timing),
         };
         Ok(Self { metric, source })
@@ -82,7 +84,11 @@ pub(crate) fn sample_number(value: &CValue, cx: Eval<'_>, text: &mut String) -> 
             if trimmed == "true" {
                 1.0
             } else {
-                trimmed.parse::<f64>().ok().filter(|n| n.is_finite()).unwrap_or(0.0)
+                trimmed
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|n| n.is_finite())
+                    .unwrap_or(0.0)
             }
         }
     }
@@ -104,9 +110,18 @@ mod tests {
         };
         let mut text = String::new();
         assert_eq!(sample_number(&CValue::LastStatus, cx, &mut text), 503.0);
-        assert_eq!(sample_number(&CValue::Text(" 2.5 ".into()), cx, &mut text), 2.5);
-        assert_eq!(sample_number(&CValue::Text("true".into()), cx, &mut text), 1.0);
-        assert_eq!(sample_number(&CValue::Text("nope".into()), cx, &mut text), 0.0);
+        assert_eq!(
+            sample_number(&CValue::Text(" 2.5 ".into()), cx, &mut text),
+            2.5
+        );
+        assert_eq!(
+            sample_number(&CValue::Text("true".into()), cx, &mut text),
+            1.0
+        );
+        assert_eq!(
+            sample_number(&CValue::Text("nope".into()), cx, &mut text),
+            0.0
+        );
         let last = LastResponse {
             duration: Duration::from_micros(12_500),
             phases: PhaseTimings {

@@ -10,11 +10,11 @@
 
 use super::binds::{CompiledBind, WaitSpec};
 use super::checks::{CompiledCheck, CompiledCondition};
+use super::custom::CompiledSample;
 use super::extract::Extractions;
 use super::request::{CompiledRequest, RequestContext};
 use super::values::{CValue, VarId};
 use super::{CompiledSession, SessionProblem};
-use super::custom::CompiledSample;
 use barrage_plan::{walk_steps, Binding, DataSource, MetricDecl, Session, Step};
 
 /// One instruction of a compiled session; operands index the session's tables.
@@ -24,9 +24,17 @@ pub(crate) enum Instr {
     Wait(WaitSpec),
     Check(u32),
     Bind(u32),
-    LoopStart { count: u32, end: u32 },
-    LoopNext { body: u32 },
-    IfNot { condition: u32, target: u32 },
+    LoopStart {
+        count: u32,
+        end: u32,
+    },
+    LoopNext {
+        body: u32,
+    },
+    IfNot {
+        condition: u32,
+        target: u32,
+    },
     Jump(u32),
     /// Adds a sample to a custom metric (index into the session's samples).
     Add(u32),
@@ -239,11 +247,15 @@ impl Compiler<'_, '_> {
                 }
                 Step::Add(sample) => {
                     let conditions = &mut self.out.conditions;
-                    let compiled =
-                        CompiledSample::compile(sample, self.custom, &mut self.scope, |c, scope| {
+                    let compiled = CompiledSample::compile(
+                        sample,
+                        self.custom,
+                        &mut self.scope,
+                        |c, scope| {
                             conditions.push(CompiledCondition::compile(c, scope)?);
                             Ok((conditions.len() - 1) as u32)
-                        })?;
+                        },
+                    )?;
                     self.out.samples.push(compiled);
                     self.emit(Instr::Add((self.out.samples.len() - 1) as u32));
                 }
