@@ -4,6 +4,8 @@
 #[path = "cli/scenarios.rs"]
 mod scenarios;
 mod support;
+#[path = "cli/thresholds.rs"]
+mod thresholds;
 
 use serde_json::Value;
 use std::io::{Read, Write};
