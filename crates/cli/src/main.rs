@@ -1,5 +1,6 @@
 //! The `barrage` binary: parses the command line and wires script/plan, engine, and reports.
 
+mod live;
 mod outputs;
 mod overrides;
 mod quick;

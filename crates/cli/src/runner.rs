@@ -3,19 +3,15 @@
 //! Ctrl-C handling (first: graceful stop, running iterations get the grace period; second:
 //! stop at once; both still summarise and write every output).
 
+use crate::live::Live;
 use crate::outputs::Streams;
 use crate::usage::exit;
 use anyhow::Context;
 use barrage_engine::{LiveSnapshot, RunControl};
-use barrage_metrics::RunMetrics;
 use barrage_plan::{Aggregation, Plan, Workload};
-use barrage_report::{
-    abort_reason, ndjson_line, PlannedArrivals, RunInfo, Summary, DEFAULT_TREND_STATS,
-};
+use barrage_report::{PlannedArrivals, RunInfo, Summary, DEFAULT_TREND_STATS};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::fs::File;
 use std::io::IsTerminal;
-use std::io::{BufWriter, Write};
 use std::time::{Duration, Instant};
 
 const PROGRESS_TICK: Duration = Duration::from_millis(250);
@@ -74,58 +70,6 @@ impl RunOptions {
             streams: Streams::default(),
             trend_stats: DEFAULT_TREND_STATS.to_vec(),
         }
-    }
-}
-
-/// Live work on merged snapshots: the NDJSON stream and `abortOnFail` thresholds.
-struct Live<'a> {
-    plan: &'a Plan,
-    ndjson: Option<BufWriter<File>>,
-    /// The next second to stream.
-    next_second: usize,
-    aborted: Option<String>,
-}
-
-impl Live<'_> {
-    fn wanted(&self) -> bool {
-        self.ndjson.is_some()
-            || self
-                .plan
-                .metrics
-                .thresholds
-                .iter()
-                .any(|t| t.rules.iter().any(|r| r.abort_on_fail))
-    }
-
-    /// Streams the seconds before `complete` (exclusive).
-    fn stream(&mut self, metrics: &RunMetrics, complete: usize) -> anyhow::Result<()> {
-        if let Some(out) = &mut self.ndjson {
-            while self.next_second < complete {
-                out.write_all(ndjson_line(metrics, &self.plan.tags, self.next_second).as_bytes())
-                    .context("writing the --out ndjson stream")?;
-                self.next_second += 1;
-            }
-            out.flush().context("writing the --out ndjson stream")?;
-        }
-        Ok(())
-    }
-
-    fn tick(&mut self, control: &RunControl) -> anyhow::Result<()> {
-        let Some(live) = control.snapshots.merged() else {
-            return Ok(());
-        };
-        self.stream(&live.metrics, live.as_of.as_secs() as usize)?;
-        if self.aborted.is_none() && !control.stop.is_stopped() {
-            let thresholds = &self.plan.metrics.thresholds;
-            if let Some(reason) =
-                abort_reason(thresholds, &live.metrics, &self.plan.tags, live.as_of)
-            {
-                eprintln!("\nstopping: {reason}");
-                control.stop.stop();
-                self.aborted = Some(reason);
-            }
-        }
-        Ok(())
     }
 }
 
