@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 mod support;
 use support::*;
+#[path = "engine/stop_and_metrics.rs"]
+mod stop_and_metrics;
 
 fn target() -> barrage_target::RunningTarget {
     barrage_target::spawn(barrage_target::TargetConfig {

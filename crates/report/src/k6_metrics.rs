@@ -53,10 +53,21 @@ impl TrendValues {
             (Aggregation::Min, None) => ms(self.histogram.min_micros()),
             (Aggregation::Max, Some((_, _, max))) => max,
             (Aggregation::Max, None) => ms(self.histogram.max_micros()),
-            (Aggregation::Med, _) => ms(self.histogram.percentile_micros(50.0)),
-            (Aggregation::Percentile(p), _) => ms(self.histogram.percentile_micros(p)),
+            (Aggregation::Med, exact) => within(ms(self.histogram.percentile_micros(50.0)), exact),
+            (Aggregation::Percentile(p), exact) => {
+                within(ms(self.histogram.percentile_micros(p)), exact)
+            }
             (Aggregation::Rate | Aggregation::Value, _) => return None,
         })
+    }
+}
+
+/// A histogram percentile (the top of its bucket) kept within the exact extremes, when they
+/// are known: the p(100) of 10, 20, 30 is 30, not 30.015.
+fn within(value: f64, exact: Option<(f64, f64, f64)>) -> f64 {
+    match exact {
+        Some((_, min, max)) => value.clamp(min, max),
+        None => value,
     }
 }
 
@@ -453,5 +464,6 @@ mod tests {
         assert_eq!(map["count"], 10.0);
         assert_eq!(map["min"], 0.0);
         assert!(map.contains_key("p(95)"));
+        assert_eq!(ttfb.aggregate(Aggregation::Percentile(100.0)), Some(90.0));
     }
 }
