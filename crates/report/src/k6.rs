@@ -246,6 +246,13 @@ pub fn render_metrics(summary: &K6Summary, out: &mut String) {
         .unwrap_or(0);
     let _ = writeln!(out, "\n  METRICS\n");
     for metric in &summary.metrics {
+        // As k6 does: no `checks` line without checks, no `dropped_iterations` without drops.
+        let empty = |key: &str| metric.values.get(key).is_none_or(|v| *v == 0.0);
+        if (metric.name == "checks" && empty("passes") && empty("fails"))
+            || (metric.name == "dropped_iterations" && empty("count"))
+        {
+            continue;
+        }
         let _ = writeln!(out, "{}", metric_line(metric, &summary.trend_stats, width));
     }
 }
@@ -331,6 +338,8 @@ mod tests {
         assert!(text.contains("http_reqs"), "{text}");
         assert!(text.contains(": 101  50.50/s"), "{text}");
         assert!(text.contains(": 10.89%  11 out of 101"), "{text}");
+        assert!(!text.contains("dropped_iterations"), "no drops, no line: {text}");
+        assert!(text.contains("checks......"), "{text}");
         assert_eq!(format_ms(0.5), "500µs");
         assert_eq!(format_ms(1500.0), "1.50s");
         assert_eq!(format_bytes(5050.0), "5.0 kB");
