@@ -1,7 +1,10 @@
 //! Reports: turns merged run metrics into what people and machines read.
 //!
 //! [`Summary`] is the one model every renderer reads (`summary.rs`); `hey.rs` prints it in
-//! hey's layout, and `-o json` serialises it as is.
+//! hey's layout, `run.rs` the scenario layout with the k6 sections (`k6.rs`: thresholds,
+//! checks, metrics), and `-o json` / `--json` serialise it as is. `k6_metrics.rs` computes
+//! k6's metrics from `RunMetrics`, `thresholds.rs` evaluates thresholds on them; `junit.rs`
+//! and `series_out.rs` (CSV, NDJSON) are the other outputs.
 
 mod hey;
 mod junit;
