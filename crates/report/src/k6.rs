@@ -338,7 +338,10 @@ mod tests {
         assert!(text.contains("http_reqs"), "{text}");
         assert!(text.contains(": 101  50.50/s"), "{text}");
         assert!(text.contains(": 10.89%  11 out of 101"), "{text}");
-        assert!(!text.contains("dropped_iterations"), "no drops, no line: {text}");
+        assert!(
+            !text.contains("dropped_iterations"),
+            "no drops, no line: {text}"
+        );
         assert!(text.contains("checks......"), "{text}");
         assert_eq!(format_ms(0.5), "500µs");
         assert_eq!(format_ms(1500.0), "1.50s");
