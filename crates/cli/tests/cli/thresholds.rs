@@ -516,3 +516,24 @@ definition.session('s', function (session) {{ session.get('/health'); session.ge
     validate_against_schema(&s);
     assert!(read(&junit).contains("<testsuites"), "JUnit written too");
 }
+
+#[test]
+fn ndjson_seconds_are_streamed_while_the_run_goes_on() {
+    let target = Target::start();
+    let path = script(&target, 20, 8, "", PING_BODY);
+    let ndjson = out_path("live.ndjson");
+    let spec = format!("ndjson={}", ndjson.display());
+    let running = Running::spawn(&["run", path.to_str().unwrap(), "--out", &spec]);
+    // Second 0 is complete and written about 2 s into an 8 s run (snapshots every 0.5 s,
+    // the stream written once a second); 6 s leaves room for a slow start.
+    let deadline = Instant::now() + Duration::from_secs(6);
+    let mut lines = 0;
+    while Instant::now() < deadline && lines == 0 {
+        std::thread::sleep(Duration::from_millis(200));
+        lines = read(&ndjson).lines().count();
+    }
+    let out = running.wait(LIMIT);
+    out.expect_success();
+    assert!(lines >= 1, "no second was streamed before the run ended");
+    assert!(read(&ndjson).lines().count() >= 8, "{}", read(&ndjson));
+}
