@@ -17,6 +17,7 @@ mod control;
 mod exchange;
 mod executor;
 mod scheduler;
+mod self_check;
 mod session;
 mod worker;
 

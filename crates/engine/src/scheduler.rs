@@ -4,6 +4,7 @@
 use crate::compile::{CompileError, CompiledPlan};
 use crate::control::{RunControl, MAX_WORKERS};
 use crate::executor::{self, Assignment};
+use crate::self_check;
 use crate::worker::{RunSettings, Worker, WorkerInit};
 use barrage_metrics::RunMetrics;
 use barrage_plan::{Plan, PlanError};
@@ -81,6 +82,7 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
     let started_at = SystemTime::now();
     let run_start = Instant::now();
     let deadline = plan.workload.hard_stop().map(|d| run_start + d);
+    let iterations_end = plan.workload.iterations_end().map(|d| run_start + d);
     // Distinguishes this run's request ids from other runs' (not seeded: ids never steer
     // the schedule).
     let run_id = started_at
@@ -99,6 +101,7 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
                 keep_alive: plan.options.keep_alive,
                 run_start,
                 deadline,
+                iterations_end,
                 control: control.clone(),
             },
             iterations: share.iterations,
@@ -151,6 +154,8 @@ fn run_worker(init: WorkerInit, assignment: Assignment) -> std::io::Result<RunMe
     let stop = Arc::clone(&init.run.control.stop);
     let worker = Rc::new(Worker::new(init));
     let driven = Rc::clone(&worker);
+    let cpu_clock = self_check::CpuClock::start();
+    local.spawn_local(self_check::tick(Rc::clone(&worker)));
     local.block_on(&runtime, async move {
         let until_deadline = async {
             match deadline {
@@ -167,7 +172,12 @@ fn run_worker(init: WorkerInit, assignment: Assignment) -> std::io::Result<RunMe
     // Dropping the set cancels clients still in flight at the deadline or stop: their
     // unfinished requests are not counted, their sessions count as interrupted.
     drop(local);
+    let (cpu, wall) = cpu_clock.elapsed();
     let mut metrics = worker.metrics.take();
+    metrics.self_check.set_times(cpu, wall);
+    metrics
+        .vus
+        .fill_to(worker.second_of(Instant::now()).saturating_sub(1));
     // Every admitted session ended one way or was cut off: interrupted is what is left.
     let sessions = &mut metrics.sessions;
     let ended = sessions.completed + sessions.failed;

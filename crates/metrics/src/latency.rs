@@ -47,6 +47,22 @@ impl LatencyHistogram {
         self.record_micros(duration.as_micros().min(u128::from(MAX_TRACKABLE_MICROS)) as u64);
     }
 
+    /// Records `duration` and, when it is longer than `expected_interval`, the values
+    /// `duration - k * expected_interval` down to the interval: the latencies the requests
+    /// a stalled closed-loop sender never sent would have seen (HdrHistogram's
+    /// `record_correct`, wrk2's coordinated-omission correction).
+    pub fn record_corrected(&mut self, duration: Duration, expected_interval: Duration) {
+        let micros = duration.as_micros().min(u128::from(MAX_TRACKABLE_MICROS)) as u64;
+        // At most this many values per record, so one long stall costs bounded time.
+        const MAX_FILLED: u64 = 100_000;
+        let interval = (expected_interval.as_micros() as u64)
+            .max(1)
+            .max(micros / MAX_FILLED);
+        self.inner
+            .record_correct(micros, interval)
+            .unwrap_or_else(|_| self.inner.saturating_record(micros));
+    }
+
     /// Adds every count of `other` to this histogram: exact, order-independent.
     pub fn merge(&mut self, other: &LatencyHistogram) {
         self.inner

@@ -8,7 +8,9 @@
 mod error_kind;
 mod latency;
 mod run;
+mod self_check;
 mod series;
+mod vus;
 
 pub use error_kind::ErrorKind;
 pub use latency::{LatencyHistogram, LatencyStats, MAX_TRACKABLE_MICROS, STANDARD_PERCENTILES};
@@ -16,4 +18,6 @@ pub use run::{
     CheckCounts, PhaseTimings, ResponseRecord, RunMetrics, SessionCounters, StatusCounts,
     TagMetrics,
 };
+pub use self_check::{SelfCheckMetrics, STALL, TICK};
 pub use series::{SecondBucket, Series};
+pub use vus::{VuSecond, VuSeries};

@@ -7,6 +7,7 @@
 mod duration;
 mod session;
 mod target;
+mod vus;
 mod workload;
 
 pub use duration::{parse_duration, DurationError};
@@ -15,6 +16,10 @@ pub use session::{
     HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value, Wait,
 };
 pub use target::{Scheme, Target, TargetError};
+pub use vus::{
+    ArrivalPool, ConstantVus, PerVuIterations, RampingVus, RateStage, SharedIterations, VuStage,
+    DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION,
+};
 pub use workload::{ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, Workload, WorkloadError};
 
 use serde::{Deserialize, Serialize};
