@@ -10,7 +10,7 @@ use barrage_metrics::RunMetrics;
 use barrage_plan::{Plan, PlanError};
 use rand::SeedableRng;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 /// Why a run could not start or finish. The messages include their cause, so the variants
@@ -80,9 +80,14 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
     let shares = executor::assign(&plan.workload, worker_threads(plan));
     let threads = shares.len();
     let started_at = SystemTime::now();
+    // A placeholder until every worker is ready (see `StartGate`).
     let run_start = Instant::now();
-    let deadline = plan.workload.hard_stop().map(|d| run_start + d);
-    let iterations_end = plan.workload.iterations_end().map(|d| run_start + d);
+    let gate = Arc::new(StartGate {
+        barrier: Barrier::new(threads + 1),
+        start: OnceLock::new(),
+        hard_stop: plan.workload.hard_stop(),
+        iterations_end: plan.workload.iterations_end(),
+    });
     // Distinguishes this run's request ids from other runs' (not seeded: ids never steer
     // the schedule).
     let run_id = started_at
@@ -100,8 +105,8 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
                 timeout: plan.options.request_timeout,
                 keep_alive: plan.options.keep_alive,
                 run_start,
-                deadline,
-                iterations_end,
+                deadline: None,
+                iterations_end: None,
                 control: control.clone(),
             },
             iterations: share.iterations,
@@ -113,12 +118,21 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
             ),
         };
         let assignment = share.assignment;
+        let gate = Arc::clone(&gate);
         handles.push(
             std::thread::Builder::new()
                 .name(format!("barrage-worker-{index}"))
-                .spawn(move || run_worker(init, assignment))?,
+                .spawn(move || run_worker(init, assignment, &gate))?,
         );
     }
+    // Every worker has its runtime and metrics: the run's clock starts now, so thread start-up
+    // is neither scheduler lag nor latency.
+    gate.barrier.wait();
+    let started_at = SystemTime::now();
+    let run_start = Instant::now();
+    let _ = gate.start.set(run_start);
+    gate.barrier.wait();
+    let deadline = gate.hard_stop.map(|d| run_start + d);
     let mut metrics = RunMetrics::new(compiled.tag_count)
         .with_checks(compiled.checks.iter().map(|(n, f)| (n.clone(), *f)));
     let mut failure = None;
@@ -143,16 +157,41 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
     })
 }
 
+/// Holds workers until all of them are ready, then hands them the run's start.
+struct StartGate {
+    /// Waited on twice by every worker and the core: all ready, then start set.
+    barrier: Barrier,
+    start: OnceLock<Instant>,
+    hard_stop: Option<Duration>,
+    iterations_end: Option<Duration>,
+}
+
 /// One worker thread: a current-thread runtime and a `LocalSet`, so clients share the
 /// worker's state through `Rc`/`RefCell` instead of atomics and locks.
-fn run_worker(init: WorkerInit, assignment: Assignment) -> std::io::Result<RunMetrics> {
+fn run_worker(
+    init: WorkerInit,
+    assignment: Assignment,
+    gate: &StartGate,
+) -> std::io::Result<RunMetrics> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()?;
+        .build();
+    let mut worker = Worker::new(init);
+    // Passes the gate even when the runtime failed, so the core never waits forever.
+    gate.barrier.wait();
+    gate.barrier.wait();
+    let runtime = runtime?;
+    let run_start = *gate
+        .start
+        .get()
+        .expect("the core sets the start between the waits");
+    worker.run.run_start = run_start;
+    worker.run.deadline = gate.hard_stop.map(|d| run_start + d);
+    worker.run.iterations_end = gate.iterations_end.map(|d| run_start + d);
     let local = tokio::task::LocalSet::new();
-    let deadline = init.run.deadline;
-    let stop = Arc::clone(&init.run.control.stop);
-    let worker = Rc::new(Worker::new(init));
+    let deadline = worker.run.deadline;
+    let stop = Arc::clone(&worker.run.control.stop);
+    let worker = Rc::new(worker);
     let driven = Rc::clone(&worker);
     let cpu_clock = self_check::CpuClock::start();
     local.spawn_local(self_check::tick(Rc::clone(&worker)));

@@ -5,8 +5,12 @@
 
 mod hey;
 mod run;
+mod self_check;
 mod summary;
 
 pub use hey::render_hey;
 pub use run::render_run;
+pub use self_check::{
+    LagPercentiles, SelfCheckSummary, CPU_LIMIT, LAG_P99_LIMIT_US, STALL_SHARE_LIMIT,
+};
 pub use summary::{ArrivalSummary, PhaseSummary, PlannedArrivals, RunInfo, Summary, TagSummary};

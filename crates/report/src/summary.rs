@@ -1,8 +1,9 @@
 //! The summary model: figures derived from merged metrics, serialisable as the JSON output.
 
+use crate::self_check::SelfCheckSummary;
 use barrage_metrics::{
     CheckCounts, LatencyHistogram, LatencyStats, RunMetrics, SecondBucket, SessionCounters,
-    TagMetrics,
+    TagMetrics, VuSecond,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -75,6 +76,8 @@ pub struct TagSummary {
     /// Extractions that found nothing (the variable stayed unset).
     pub extraction_failures: u64,
     pub latency: LatencyStats,
+    /// Closed models: the latency corrected for coordinated omission (see `Summary`).
+    pub latency_corrected: Option<LatencyStats>,
     /// This tag second by second.
     pub per_second: Vec<SecondBucket>,
 }
@@ -107,6 +110,11 @@ pub struct Summary {
     pub size_per_request_bytes: u64,
     /// Latency from each request's intended start to its last response byte.
     pub latency: LatencyStats,
+    /// Closed models only: the latency corrected for coordinated omission. A request slower
+    /// than its VU's mean iteration time also stands for the requests the VU would have sent
+    /// meanwhile (HdrHistogram `record_correct`, wrk2 style). `latency` is the raw figure;
+    /// open and arrival-rate models need no correction (they count from the planned start).
+    pub latency_corrected: Option<LatencyStats>,
     pub histogram: Vec<HistogramBucket>,
     pub details: BTreeMap<&'static str, PhaseSummary>,
     /// Status code → responses.
@@ -118,6 +126,18 @@ pub struct Summary {
     pub checks: Vec<CheckCounts>,
     pub arrivals: Option<ArrivalSummary>,
     pub per_second: Vec<SecondBucket>,
+    /// VUs second by second: `vus` the most running at once, `vus_max` allocated.
+    pub vus: Vec<VuSecond>,
+    pub vus_peak: VuSecond,
+    /// The generator's measurements of itself.
+    pub self_check: SelfCheckSummary,
+    /// False when the self-check shows the generator distorted the latency figures.
+    pub trustworthy: bool,
+    pub trust_reasons: Vec<String>,
+}
+
+fn corrected(histogram: &LatencyHistogram) -> Option<LatencyStats> {
+    (!histogram.is_empty()).then(|| histogram.stats())
 }
 
 fn tag_summary(name: &str, tag: &TagMetrics) -> TagSummary {
@@ -128,6 +148,7 @@ fn tag_summary(name: &str, tag: &TagMetrics) -> TagSummary {
         errors: tag.error_count(),
         extraction_failures: tag.extraction_failures,
         latency: tag.latency.stats(),
+        latency_corrected: corrected(&tag.latency_corrected),
         per_second: tag.series.seconds.clone(),
     }
 }
@@ -143,6 +164,8 @@ impl Summary {
             ("wait", PhaseSummary::of(&total.wait)),
             ("read", PhaseSummary::of(&total.read)),
         ]);
+        let self_check = SelfCheckSummary::new(&metrics.self_check);
+        let trust_reasons = self_check.trust_reasons();
         Summary {
             name: info.name.clone(),
             target: info.target.clone(),
@@ -169,6 +192,7 @@ impl Summary {
             total_data_bytes: total.body_bytes,
             size_per_request_bytes: total.body_bytes.checked_div(responses).unwrap_or(0),
             latency: total.latency.stats(),
+            latency_corrected: corrected(&total.latency_corrected),
             histogram: total
                 .latency
                 .linear_buckets(10)
@@ -205,6 +229,11 @@ impl Summary {
                 }
             }),
             per_second: metrics.series().seconds,
+            vus: metrics.vus.seconds.clone(),
+            vus_peak: metrics.vus.peak(),
+            self_check,
+            trustworthy: trust_reasons.is_empty(),
+            trust_reasons,
         }
     }
 
@@ -225,6 +254,7 @@ pub(crate) mod tests {
                 tag: 0,
                 second: i / 50,
                 latency: Duration::from_micros(1000 + i * 10),
+                expected_interval: Duration::ZERO,
                 phases: PhaseTimings {
                     connect: (i == 0).then_some(Duration::from_micros(200)),
                     write: Duration::from_micros(5),
