@@ -169,6 +169,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn corrected_records_fill_in_what_a_stalled_sender_missed() {
+        let mut h = LatencyHistogram::new();
+        h.record_corrected(Duration::from_micros(100), Duration::from_micros(1000));
+        assert_eq!(h.count(), 1, "faster than the interval: recorded as is");
+        h.record_corrected(Duration::from_micros(10_000), Duration::from_micros(1000));
+        // 10 ms, then 9, 8, ... 1 ms: the requests one every 1 ms would have seen.
+        assert_eq!(h.count(), 11);
+        assert!((h.percentile_micros(50.0) as i64 - 5_000).abs() < 600);
+        let mut long = LatencyHistogram::new();
+        long.record_corrected(Duration::from_secs(3600), Duration::from_micros(1));
+        assert_eq!(long.count(), 100_000, "bounded filling");
+    }
+
+    #[test]
     fn percentiles_are_within_three_significant_digits() {
         let mut h = LatencyHistogram::new();
         for v in 1..=10_000u64 {

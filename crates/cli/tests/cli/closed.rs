@@ -316,3 +316,49 @@ fn vu_overrides_replace_the_workload_and_bad_values_name_the_flag() {
         assert_eq!(out.stderr.trim_end().lines().count(), 1, "{}", out.stderr);
     }
 }
+
+#[test]
+fn graceful_stop_and_ramp_down_let_iterations_finish_then_interrupt_them() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    // Iterations take 1.5 s; the VUs stop starting them after 1 s.
+    let patient = vu_script(
+        "patient.js",
+        &target,
+        "{vus: 2, duration: 1, gracefulStop: 3}",
+        "/health?delay=1500",
+    );
+    let s = run_json(&patient, &["--threads", "1"], Duration::from_secs(30));
+    assert_eq!(u(&s["sessions"], "started"), 2, "{}", s["sessions"]);
+    assert_eq!(u(&s["sessions"], "completed"), 2, "{}", s["sessions"]);
+    let impatient = vu_script(
+        "impatient.js",
+        &target,
+        "{vus: 2, duration: 1, gracefulStop: '200ms'}",
+        "/health?delay=1500",
+    );
+    let s = run_json(&impatient, &["--threads", "1"], Duration::from_secs(30));
+    assert_eq!(u(&s["sessions"], "interrupted"), 2, "{}", s["sessions"]);
+    assert!(f(&s, "total_s") < 1.5, "stopped at 1.2 s: {}", s["total_s"]);
+    // Two VUs by 0.1 s, held to 1.1 s, none by 1.3 s: each VU's 2.5 s iteration still runs
+    // when its 0.2 s ramp-down grace is over, so both are interrupted.
+    let ramp = vu_script(
+        "rampdown.js",
+        &target,
+        "{stages: [{duration: 0.1, target: 2}, {duration: 1, target: 2}, {duration: 0.2, target: 0}, {duration: 2, target: 0}], gracefulRampDown: 0.2, gracefulStop: 0}",
+        "/health?delay=2500",
+    );
+    let s = run_json(&ramp, &["--threads", "1"], Duration::from_secs(30));
+    let sessions = &s["sessions"];
+    assert_eq!(
+        (
+            u(sessions, "started"),
+            u(sessions, "completed"),
+            u(sessions, "interrupted")
+        ),
+        (2, 0, 2),
+        "{sessions}"
+    );
+    let vus = vus_series(&s);
+    assert_eq!(&vus[..3], &[2, 2, 0], "{vus:?}");
+}
