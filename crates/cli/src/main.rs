@@ -7,6 +7,7 @@ mod quick;
 mod runner;
 mod scenario;
 mod usage;
+mod vu_overrides;
 
 use anyhow::Context;
 use barrage_report::{render_hey, render_run};
@@ -59,6 +60,18 @@ struct OverrideArgs {
     /// Worker threads (default: one per CPU this process may use)
     #[arg(long)]
     threads: Option<usize>,
+    /// Run this many virtual users (closed model; with --duration, or the plan's)
+    #[arg(long)]
+    vus: Option<String>,
+    /// Run the virtual users for this long (e.g. 30s, 2m)
+    #[arg(long)]
+    duration: Option<String>,
+    /// Ramp virtual users through stages, duration:target pairs ("30s:100,1m:100,10s:0")
+    #[arg(long)]
+    stages: Option<String>,
+    /// Run this many iterations in total, shared by the virtual users
+    #[arg(long)]
+    iterations: Option<String>,
 }
 
 impl OverrideArgs {
@@ -73,6 +86,12 @@ impl OverrideArgs {
                 .transpose()?,
             seed: self.seed,
             threads: self.threads,
+            vus: vu_overrides::VuOverrides::parse(
+                self.vus.as_deref(),
+                self.duration.as_deref(),
+                self.stages.as_deref(),
+                self.iterations.as_deref(),
+            )?,
         })
     }
 }

@@ -2,6 +2,7 @@
 //! try a big definition on a small machine without editing it.
 
 use crate::usage::usage;
+use crate::vu_overrides::VuOverrides;
 use barrage_plan::{ArrivalPhase, Plan, Target, Workload};
 use std::time::Duration;
 
@@ -12,6 +13,8 @@ pub struct Overrides {
     pub duration_limit: Option<Duration>,
     pub seed: Option<u64>,
     pub threads: Option<usize>,
+    /// `--vus`, `--duration`, `--stages`, `--iterations`.
+    pub vus: VuOverrides,
 }
 
 /// Cuts arrival phases so they end at `limit`; a ramp cut short ends at the rate it had
@@ -43,6 +46,7 @@ impl Overrides {
         if let Some(url) = &self.target {
             plan.target = Target::parse(url).map_err(|e| usage(format!("--target: {e}")))?;
         }
+        self.vus.apply(plan)?;
         if let Some(factor) = self.rate_factor {
             if !(factor.is_finite() && factor > 0.0) {
                 return Err(usage(format!(
@@ -57,7 +61,17 @@ impl Overrides {
                     }
                 }
                 Workload::ArrivalRate(rate) => rate.rate_per_second *= factor,
-                Workload::ClosedVus(_) => {
+                Workload::ArrivalPool(pool) => {
+                    pool.start_rate *= factor;
+                    for stage in &mut pool.stages {
+                        stage.target *= factor;
+                    }
+                }
+                Workload::ClosedVus(_)
+                | Workload::ConstantVus(_)
+                | Workload::RampingVus(_)
+                | Workload::SharedIterations(_)
+                | Workload::PerVuIterations(_) => {
                     return Err(usage(
                         "--rate-factor: the plan has virtual users, not an arrival rate",
                     ))
@@ -75,6 +89,13 @@ impl Overrides {
                 }
                 Workload::ArrivalRate(rate) => {
                     rate.duration = Some(rate.duration.map_or(limit, |d| d.min(limit)))
+                }
+                Workload::ConstantVus(c) => c.duration = c.duration.min(limit),
+                Workload::RampingVus(r) => r.stages = crate::vu_overrides::cap_vu_stages(r, limit),
+                Workload::SharedIterations(s) => s.max_duration = s.max_duration.min(limit),
+                Workload::PerVuIterations(p) => p.max_duration = p.max_duration.min(limit),
+                Workload::ArrivalPool(pool) => {
+                    pool.stages = crate::vu_overrides::cap_rate_stages(pool, limit)
                 }
             }
         }

@@ -169,6 +169,10 @@ pub fn execute(plan: &Plan, options: RunOptions) -> anyhow::Result<Finished> {
                 expected: open.phases.iter().map(|p| p.expected_arrivals()).sum(),
                 seconds: open.arrivals_end().as_secs_f64(),
             }),
+            Workload::ArrivalPool(pool) => Some(PlannedArrivals {
+                expected: pool.expected_iterations(),
+                seconds: pool.end().as_secs_f64(),
+            }),
             _ => None,
         },
         thresholds: plan.metrics.thresholds.clone(),

@@ -22,6 +22,8 @@ pub(crate) struct Client {
     pub(crate) state: SessionState,
     /// Instructions run since the client last yielded (kept across iterations).
     since_yield: u32,
+    /// Closed models: the VU's pacing, for the coordinated-omission correction (zero: none).
+    pub(crate) expected_interval: std::time::Duration,
 }
 
 /// How a session ended.

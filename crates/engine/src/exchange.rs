@@ -61,6 +61,7 @@ impl Client {
                     tag: request.tag,
                     second: worker.second_of(exchange.done_at),
                     latency: exchange.done_at.saturating_duration_since(intended),
+                    expected_interval: self.expected_interval,
                     phases: PhaseTimings {
                         connect: attempt.connect,
                         write: exchange

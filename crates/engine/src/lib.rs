@@ -18,6 +18,7 @@ mod exchange;
 mod executor;
 mod samples;
 mod scheduler;
+mod self_check;
 mod session;
 mod snapshots;
 mod worker;

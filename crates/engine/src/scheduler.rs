@@ -4,13 +4,14 @@
 use crate::compile::{CompileError, CompiledPlan};
 use crate::control::{RunControl, MAX_WORKERS};
 use crate::executor::{self, Assignment};
+use crate::self_check;
 use crate::snapshots::SNAPSHOT_PERIOD;
 use crate::worker::{RunSettings, Worker, WorkerInit};
 use barrage_metrics::RunMetrics;
 use barrage_plan::{Plan, PlanError, Workload};
 use rand::SeedableRng;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 /// Why a run could not start or finish. The messages include their cause, so the variants
@@ -82,8 +83,14 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
     control.snapshots.set_workers(threads);
     let grace = stop_grace(&plan.workload);
     let started_at = SystemTime::now();
+    // A placeholder until every worker is ready (see `StartGate`).
     let run_start = Instant::now();
-    let deadline = plan.workload.hard_stop().map(|d| run_start + d);
+    let gate = Arc::new(StartGate {
+        barrier: Barrier::new(threads + 1),
+        start: OnceLock::new(),
+        hard_stop: plan.workload.hard_stop(),
+        iterations_end: plan.workload.iterations_end(),
+    });
     // Distinguishes this run's request ids from other runs' (not seeded: ids never steer
     // the schedule).
     let run_id = started_at
@@ -101,7 +108,8 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
                 timeout: plan.options.request_timeout,
                 keep_alive: plan.options.keep_alive,
                 run_start,
-                deadline,
+                deadline: None,
+                iterations_end: None,
                 control: control.clone(),
             },
             iterations: share.iterations,
@@ -113,12 +121,21 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
             ),
         };
         let assignment = share.assignment;
+        let gate = Arc::clone(&gate);
         handles.push(
             std::thread::Builder::new()
                 .name(format!("barrage-worker-{index}"))
-                .spawn(move || run_worker(init, assignment, grace))?,
+                .spawn(move || run_worker(init, assignment, &gate, grace))?,
         );
     }
+    // Every worker has its runtime and metrics: the run's clock starts now, so thread start-up
+    // is neither scheduler lag nor latency.
+    gate.barrier.wait();
+    let started_at = SystemTime::now();
+    let run_start = Instant::now();
+    let _ = gate.start.set(run_start);
+    gate.barrier.wait();
+    let deadline = gate.hard_stop.map(|d| run_start + d);
     let mut metrics = compiled.new_metrics();
     let mut failure = None;
     for handle in handles {
@@ -145,8 +162,10 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
 /// How long running iterations may go on after a graceful stop (Ctrl-C, abortOnFail).
 fn stop_grace(workload: &Workload) -> Duration {
     match workload {
-        Workload::OpenArrivals(open) => open.grace_period,
-        _ => DEFAULT_STOP_GRACE,
+        // quick's models name no grace: in-flight requests get the default (each is bounded
+        // by the request timeout anyway).
+        Workload::ClosedVus(_) | Workload::ArrivalRate(_) => DEFAULT_STOP_GRACE,
+        other => other.graceful_stop(),
     }
 }
 
@@ -175,25 +194,49 @@ async fn publish_snapshots(worker: Rc<Worker>) {
     }
 }
 
+/// Holds workers until all of them are ready, then hands them the run's start.
+struct StartGate {
+    /// Waited on twice by every worker and the core: all ready, then start set.
+    barrier: Barrier,
+    start: OnceLock<Instant>,
+    hard_stop: Option<Duration>,
+    iterations_end: Option<Duration>,
+}
+
 /// One worker thread: a current-thread runtime and a `LocalSet`, so clients share the
 /// worker's state through `Rc`/`RefCell` instead of atomics and locks.
 fn run_worker(
     init: WorkerInit,
     assignment: Assignment,
+    gate: &StartGate,
     grace: Duration,
 ) -> std::io::Result<RunMetrics> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()?;
+        .build();
+    let mut worker = Worker::new(init);
+    // Passes the gate even when the runtime failed, so the core never waits forever.
+    gate.barrier.wait();
+    gate.barrier.wait();
+    let runtime = runtime?;
+    let run_start = *gate
+        .start
+        .get()
+        .expect("the core sets the start between the waits");
+    worker.run.run_start = run_start;
+    worker.run.deadline = gate.hard_stop.map(|d| run_start + d);
+    worker.run.iterations_end = gate.iterations_end.map(|d| run_start + d);
     let local = tokio::task::LocalSet::new();
-    let deadline = init.run.deadline;
-    let stop = Arc::clone(&init.run.control.stop);
-    let worker = Rc::new(Worker::new(init));
+    let deadline = worker.run.deadline;
+    let stop = Arc::clone(&worker.run.control.stop);
+    let worker = Rc::new(worker);
     let driven = Rc::clone(&worker);
     if worker.run.control.snapshots.enabled() {
         local.spawn_local(publish_snapshots(Rc::clone(&worker)));
     }
     let watched = Rc::clone(&worker);
+    let cpu_clock = self_check::CpuClock::start();
+    local.spawn_local(self_check::tick(Rc::clone(&worker)));
     local.block_on(&runtime, async move {
         let drive = executor::drive(driven, assignment);
         tokio::pin!(drive);
@@ -220,7 +263,12 @@ fn run_worker(
     if let Some(sampler) = &worker.sampler {
         sampler.borrow_mut().flush();
     }
+    let (cpu, wall) = cpu_clock.elapsed();
     let mut metrics = worker.metrics.take();
+    metrics.self_check.set_times(cpu, wall);
+    metrics
+        .vus
+        .fill_to(worker.second_of(Instant::now()).saturating_sub(1));
     // Every admitted session ended one way or was cut off: interrupted is what is left.
     let sessions = &mut metrics.sessions;
     let ended = sessions.completed + sessions.failed;

@@ -103,6 +103,7 @@ mod tests {
             bytes_sent: 1,
             bytes_received: 1,
             body_bytes: 0,
+            expected_interval: Duration::ZERO,
         });
         snapshots.set_workers(2);
         snapshots.publish(1, one.clone(), Duration::from_secs(2));

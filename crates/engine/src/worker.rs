@@ -25,6 +25,8 @@ pub(crate) struct Worker {
     pub metrics: RefCell<RunMetrics>,
     pub rng: RefCell<SmallRng>,
     active_clients: Cell<u64>,
+    /// VUs allocated (k6 `vus_max`); at least the active ones.
+    vus_max: Cell<u64>,
     idle: Notify,
     /// Read buffers, lent to exchanges in flight only.
     pub read_buffers: ReadBuffers,
@@ -139,6 +141,8 @@ pub(crate) struct RunSettings {
     pub keep_alive: bool,
     pub run_start: Instant,
     pub deadline: Option<Instant>,
+    /// No iteration starts at or after this (the deadline less `gracefulStop`).
+    pub iterations_end: Option<Instant>,
     pub control: RunControl,
 }
 
@@ -173,6 +177,7 @@ impl Worker {
             metrics: RefCell::new(metrics),
             rng: RefCell::new(init.rng),
             active_clients: Cell::new(0),
+            vus_max: Cell::new(0),
             idle: Notify::new(),
         }
     }
@@ -185,6 +190,44 @@ impl Worker {
     #[inline]
     pub(crate) fn running_at(&self, now: Instant) -> bool {
         !self.run.control.stop.is_stopped() && self.run.deadline.is_none_or(|d| now < d)
+    }
+
+    /// Whether a new iteration may start at `now`: running, and before the iterations end.
+    #[inline]
+    pub(crate) fn may_start_at(&self, now: Instant) -> bool {
+        self.running_at(now) && self.run.iterations_end.is_none_or(|end| now < end)
+    }
+
+    /// Notes that something planned for `planned` starts now (scheduler lag).
+    #[inline]
+    pub(crate) fn record_lag(&self, planned: Instant) {
+        self.metrics
+            .borrow_mut()
+            .self_check
+            .record_lag(Instant::now().saturating_duration_since(planned));
+    }
+
+    /// Notes how late the self-check tick fired, and refreshes the VU gauge.
+    pub(crate) fn record_tick(&self, overshoot: Duration) {
+        let second = self.second_of(Instant::now());
+        let mut metrics = self.metrics.borrow_mut();
+        metrics.self_check.record_tick(overshoot);
+        metrics.vus.fill_to(second);
+    }
+
+    /// Sets the VUs allocated on this worker (k6 `vus_max`).
+    pub(crate) fn set_vus_max(&self, vus: u64) {
+        self.vus_max.set(vus);
+        self.update_vu_gauge();
+    }
+
+    fn update_vu_gauge(&self) {
+        let active = self.active_clients.get();
+        let second = self.second_of(Instant::now());
+        self.metrics
+            .borrow_mut()
+            .vus
+            .set(second, active, self.vus_max.get().max(active));
     }
 
     /// Claims one iteration from the budget; false once it is spent.
@@ -299,12 +342,14 @@ impl Worker {
     pub(crate) fn client_started(&self) {
         self.active_clients.set(self.active_clients.get() + 1);
         self.live().set_active_clients(self.active_clients.get());
+        self.update_vu_gauge();
     }
 
     pub(crate) fn client_finished(&self) {
         self.active_clients
             .set(self.active_clients.get().saturating_sub(1));
         self.live().set_active_clients(self.active_clients.get());
+        self.update_vu_gauge();
         if self.active_clients.get() == 0 {
             // Wakes the open executor waiting for the last session after arrivals ended.
             self.idle.notify_waiters();

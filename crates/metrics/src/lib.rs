@@ -9,7 +9,9 @@ mod custom;
 mod error_kind;
 mod latency;
 mod run;
+mod self_check;
 mod series;
+mod vus;
 
 pub use custom::{CustomKind, CustomMetric, CustomMetrics, CustomValues, Trend};
 pub use error_kind::ErrorKind;
@@ -18,4 +20,6 @@ pub use run::{
     CheckCounts, PhaseTimings, ResponseRecord, RunMetrics, SessionCounters, StatusCounts,
     TagMetrics,
 };
+pub use self_check::{SelfCheckMetrics, STALL, TICK};
 pub use series::{SecondBucket, Series};
+pub use vus::{VuSecond, VuSeries};

@@ -1,6 +1,6 @@
 //! Per-tag and per-run metrics: what one worker records, and the exact merge of many workers.
 
-use crate::{CustomMetrics, ErrorKind, LatencyHistogram, Series};
+use crate::{CustomMetrics, ErrorKind, LatencyHistogram, SelfCheckMetrics, Series, VuSeries};
 use std::time::Duration;
 
 /// Counts of responses by HTTP status code (100–599).
@@ -67,6 +67,9 @@ pub struct PhaseTimings {
 pub struct TagMetrics {
     /// Response latency from the request's intended start to its last byte.
     pub latency: LatencyHistogram,
+    /// Closed models only: the latency corrected for coordinated omission (HdrHistogram's
+    /// `record_correct` with the VU's mean iteration time as the expected interval).
+    pub latency_corrected: LatencyHistogram,
     pub connect: LatencyHistogram,
     pub write: LatencyHistogram,
     pub wait: LatencyHistogram,
@@ -110,6 +113,7 @@ impl TagMetrics {
 
     pub fn merge(&mut self, other: &TagMetrics) {
         self.latency.merge(&other.latency);
+        self.latency_corrected.merge(&other.latency_corrected);
         self.connect.merge(&other.connect);
         self.write.merge(&other.write);
         self.wait.merge(&other.wait);
@@ -133,6 +137,9 @@ pub struct ResponseRecord {
     /// Whole seconds since the run started, for the per-second series.
     pub second: u64,
     pub latency: Duration,
+    /// The sender's expected interval between iterations (closed models); when non-zero,
+    /// the corrected histogram also gets the requests a stall kept from being sent.
+    pub expected_interval: Duration,
     pub phases: PhaseTimings,
     pub status: u16,
     pub bytes_sent: u64,
@@ -199,6 +206,9 @@ pub struct RunMetrics {
     pub iteration_duration: LatencyHistogram,
     /// The plan's custom metrics, in declaration order.
     pub custom: CustomMetrics,
+    /// Active and allocated VUs, second by second.
+    pub vus: VuSeries,
+    pub self_check: SelfCheckMetrics,
 }
 
 impl RunMetrics {
@@ -242,6 +252,10 @@ impl RunMetrics {
     pub fn record_response(&mut self, r: &ResponseRecord) {
         let tag = &mut self.tags[r.tag];
         tag.latency.record(r.latency);
+        if !r.expected_interval.is_zero() {
+            tag.latency_corrected
+                .record_corrected(r.latency, r.expected_interval);
+        }
         if let Some(connect) = r.phases.connect {
             tag.connect.record(connect);
         }
@@ -282,6 +296,8 @@ impl RunMetrics {
         self.connections_opened += other.connections_opened;
         self.iteration_duration.merge(&other.iteration_duration);
         self.custom.merge(&other.custom);
+        self.vus.merge(&other.vus);
+        self.self_check.merge(&other.self_check);
         // Checks are aligned by index like tags; a longer `other` brings its names along.
         for (i, theirs) in other.checks.iter().enumerate() {
             match self.checks.get_mut(i) {
@@ -322,6 +338,7 @@ mod tests {
             tag,
             second,
             latency: Duration::from_micros(micros),
+            expected_interval: Duration::ZERO,
             phases: PhaseTimings {
                 connect: micros
                     .is_multiple_of(3)

@@ -8,6 +8,7 @@ mod duration;
 mod session;
 mod target;
 mod thresholds;
+mod vus;
 mod workload;
 
 pub use duration::{parse_duration, DurationError};
@@ -20,6 +21,10 @@ pub use thresholds::{
     compare, is_metric_name, is_per_tag, metric_kind, parse_expression, parse_key,
     threshold_problem, Aggregation, MetricDecl, MetricKind, MetricSample, MetricsSpec,
     ResponseTiming, SampleInput, Threshold, ThresholdRule, BUILTIN_METRICS,
+};
+pub use vus::{
+    ArrivalPool, ConstantVus, PerVuIterations, RampingVus, RateStage, SharedIterations, VuStage,
+    DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION,
 };
 pub use workload::{ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, Workload, WorkloadError};
 

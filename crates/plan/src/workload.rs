@@ -1,5 +1,8 @@
 //! Workload models: how many clients run, when they start, and when the test ends.
 
+use crate::vus::{
+    check_stages, ArrivalPool, ConstantVus, PerVuIterations, RampingVus, SharedIterations,
+};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -17,6 +20,17 @@ pub enum Workload {
     /// Open model: new clients arrive as a Poisson process whose rate follows the phases;
     /// each runs one session to its end on its own connection, independent of the others.
     OpenArrivals(OpenArrivals),
+    /// k6 `constant-vus`: VUs loop over iterations for a duration.
+    ConstantVus(ConstantVus),
+    /// k6 `ramping-vus`: the VU count follows stages.
+    RampingVus(RampingVus),
+    /// k6 `shared-iterations`: VUs share an iteration count.
+    SharedIterations(SharedIterations),
+    /// k6 `per-vu-iterations`: each VU runs a fixed number of iterations.
+    PerVuIterations(PerVuIterations),
+    /// k6 `constant-arrival-rate` / `ramping-arrival-rate`: iterations start at a rate,
+    /// served by a pool of VUs; those due while the pool is exhausted are dropped.
+    ArrivalPool(ArrivalPool),
 }
 
 /// One phase of an open workload: `rate` clients per second for `duration`, ramped linearly
@@ -111,6 +125,18 @@ pub enum WorkloadError {
     NoPhases,
     #[error("max clients must be at least 1")]
     NoClients,
+    #[error("stage {stage}: {problem}")]
+    BadStage { stage: usize, problem: String },
+    #[error("the workload needs at least one stage")]
+    NoStages,
+    #[error("the iteration count must be at least 1")]
+    NoIterations,
+    #[error("the time unit must be greater than zero")]
+    ZeroTimeUnit,
+    #[error("maxVUs ({max}) is less than preAllocatedVUs ({pre})")]
+    PoolTooSmall { pre: u64, max: u64 },
+    #[error("the stages never ask for a virtual user (every target is 0)")]
+    NoPeak,
 }
 
 impl Workload {
@@ -124,6 +150,46 @@ impl Workload {
                 (a.vus, a.duration, a.iterations)
             }
             Workload::OpenArrivals(open) => return open.validate(),
+            Workload::ConstantVus(c) => (c.vus, Some(c.duration), None),
+            Workload::RampingVus(r) => {
+                check_stages(r.stages.iter().map(|s| s.duration))?;
+                if r.peak() == 0 {
+                    return Err(WorkloadError::NoPeak);
+                }
+                (r.peak(), Some(r.end()), None)
+            }
+            Workload::SharedIterations(s) => {
+                if s.iterations == 0 {
+                    return Err(WorkloadError::NoIterations);
+                }
+                (s.vus, Some(s.max_duration), None)
+            }
+            Workload::PerVuIterations(p) => {
+                if p.iterations_per_vu == 0 {
+                    return Err(WorkloadError::NoIterations);
+                }
+                (p.vus, Some(p.max_duration), None)
+            }
+            Workload::ArrivalPool(pool) => {
+                check_stages(pool.stages.iter().map(|s| s.duration))?;
+                if pool.time_unit.is_zero() {
+                    return Err(WorkloadError::ZeroTimeUnit);
+                }
+                for rate in
+                    std::iter::once(pool.start_rate).chain(pool.stages.iter().map(|s| s.target))
+                {
+                    if !(rate.is_finite() && rate >= 0.0) {
+                        return Err(WorkloadError::BadRate(rate));
+                    }
+                }
+                if pool.max_vus < pool.pre_allocated_vus {
+                    return Err(WorkloadError::PoolTooSmall {
+                        pre: pool.pre_allocated_vus,
+                        max: pool.max_vus,
+                    });
+                }
+                (pool.max_vus, Some(pool.end()), None)
+            }
         };
         if vus == 0 {
             return Err(WorkloadError::NoVus);
@@ -141,6 +207,11 @@ impl Workload {
             Workload::ClosedVus(c) => Some(c.vus),
             Workload::ArrivalRate(a) => Some(a.vus),
             Workload::OpenArrivals(_) => None,
+            Workload::ConstantVus(c) => Some(c.vus),
+            Workload::RampingVus(r) => Some(r.peak()),
+            Workload::SharedIterations(s) => Some(s.vus),
+            Workload::PerVuIterations(p) => Some(p.vus),
+            Workload::ArrivalPool(pool) => Some(pool.max_vus),
         }
     }
 
@@ -151,14 +222,43 @@ impl Workload {
             Workload::ClosedVus(c) => c.duration,
             Workload::ArrivalRate(a) => a.duration,
             Workload::OpenArrivals(open) => Some(open.arrivals_end()),
+            Workload::ConstantVus(c) => Some(c.duration),
+            Workload::RampingVus(r) => Some(r.end()),
+            Workload::SharedIterations(_) | Workload::PerVuIterations(_) => None,
+            Workload::ArrivalPool(pool) => Some(pool.end()),
+        }
+    }
+
+    /// How long running iterations may go on after the last one started (`gracefulStop`,
+    /// or the open model's grace period).
+    pub fn graceful_stop(&self) -> Duration {
+        match self {
+            Workload::ClosedVus(_) | Workload::ArrivalRate(_) => Duration::ZERO,
+            Workload::OpenArrivals(open) => open.grace_period,
+            Workload::ConstantVus(c) => c.graceful_stop,
+            Workload::RampingVus(r) => r.graceful_stop,
+            Workload::SharedIterations(s) => s.graceful_stop,
+            Workload::PerVuIterations(p) => p.graceful_stop,
+            Workload::ArrivalPool(pool) => pool.graceful_stop,
+        }
+    }
+
+    /// When new iterations stop being started, from the start of the run.
+    pub fn iterations_end(&self) -> Option<Duration> {
+        match self {
+            Workload::SharedIterations(s) => Some(s.max_duration),
+            Workload::PerVuIterations(p) => Some(p.max_duration),
+            other => other.duration(),
         }
     }
 
     /// When the run is stopped at the latest, cancelling whatever still runs.
     pub fn hard_stop(&self) -> Option<Duration> {
         match self {
-            Workload::OpenArrivals(open) => Some(open.arrivals_end() + open.grace_period),
-            other => other.duration(),
+            Workload::ClosedVus(_) | Workload::ArrivalRate(_) => self.duration(),
+            other => other
+                .iterations_end()
+                .map(|end| end + other.graceful_stop()),
         }
     }
 
@@ -167,6 +267,8 @@ impl Workload {
         match self {
             Workload::ClosedVus(c) if c.duration.is_none() => c.iterations,
             Workload::ArrivalRate(a) if a.duration.is_none() => a.iterations,
+            Workload::SharedIterations(s) => Some(s.iterations),
+            Workload::PerVuIterations(p) => Some(p.vus * p.iterations_per_vu),
             _ => None,
         }
     }

@@ -94,6 +94,7 @@ pub fn render_hey(summary: &Summary) -> String {
             let _ = writeln!(out, "  [{count}]\t{kind}: {description}");
         }
     }
+    summary.self_check.render(&summary.trust_reasons, &mut out);
     out
 }
 

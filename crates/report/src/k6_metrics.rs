@@ -2,10 +2,9 @@
 //! `http_req_failed`, `iterations`, `checks`, ...) computed from merged [`RunMetrics`], plus
 //! the custom metrics, each aggregable the way thresholds and the summary ask (`avg`, `p(95)`,
 //! `rate`, `count`, ...). Trends of times are in milliseconds, data in bytes.
-//!
-//! `vus` and `vus_max` are not computed here (they come from the closed-model VU gauge).
+//! `vus` and `vus_max` are gauges over the per-second VU series (value: the last second).
 
-use barrage_metrics::{CustomValues, LatencyHistogram, RunMetrics, TagMetrics, Trend};
+use barrage_metrics::{CustomValues, LatencyHistogram, RunMetrics, TagMetrics, Trend, VuSecond};
 use barrage_plan::{Aggregation, MetricKind};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -289,6 +288,21 @@ fn http_metrics(tag: &TagMetrics, name: Option<&str>, elapsed: Duration) -> Vec<
     ]
 }
 
+/// A VU gauge over the per-second series: the last second's value, and the extremes.
+fn vu_gauge(name: &str, seconds: &[VuSecond], read: fn(&VuSecond) -> u64) -> K6Metric {
+    let values = seconds.iter().map(read);
+    K6Metric {
+        name: name.into(),
+        tag: None,
+        is_time: false,
+        values: K6Values::Gauge {
+            value: seconds.last().map(|s| read(s) as f64),
+            min: values.clone().min().unwrap_or(0) as f64,
+            max: values.max().unwrap_or(0) as f64,
+        },
+    }
+}
+
 /// Every metric of the run over all tags: built-in ones, then the custom ones.
 pub fn k6_metrics(metrics: &RunMetrics, elapsed: Duration) -> Vec<K6Metric> {
     let mut out = http_metrics(&metrics.total(), None, elapsed);
@@ -310,6 +324,8 @@ pub fn k6_metrics(metrics: &RunMetrics, elapsed: Duration) -> Vec<K6Metric> {
         sessions.dropped as f64,
         elapsed,
     ));
+    out.push(vu_gauge("vus", &metrics.vus.seconds, |s| s.vus));
+    out.push(vu_gauge("vus_max", &metrics.vus.seconds, |s| s.vus_max));
     let (passed, failed) = metrics
         .checks
         .iter()

@@ -11,6 +11,7 @@ mod junit;
 mod k6;
 mod k6_metrics;
 mod run;
+mod self_check;
 mod series_out;
 mod summary;
 mod thresholds;
@@ -22,6 +23,9 @@ pub use k6_metrics::{
     find_metric, k6_metrics, K6Metric, K6Values, MetricSummary, DEFAULT_TREND_STATS,
 };
 pub use run::render_run;
+pub use self_check::{
+    LagPercentiles, SelfCheckSummary, CPU_LIMIT, LAG_P99_LIMIT_US, STALL_SHARE_LIMIT,
+};
 pub use series_out::{ndjson_line, render_csv};
 pub use summary::{ArrivalSummary, PhaseSummary, PlannedArrivals, RunInfo, Summary, TagSummary};
 pub use thresholds::{abort_reason, evaluate, ThresholdResult};

@@ -40,6 +40,13 @@ pub fn render_run(summary: &Summary) -> String {
         "\nsessions   started {}  completed {}  failed {}  interrupted {}  dropped {}",
         s.started, s.completed, s.failed, s.interrupted, s.dropped
     );
+    if summary.vus_peak.vus_max > 0 {
+        let _ = writeln!(
+            out,
+            "vus        peak {} running at once, {} allocated (per second in the JSON `vus`)",
+            summary.vus_peak.vus, summary.vus_peak.vus_max
+        );
+    }
     if let Some(a) = &summary.arrivals {
         let deviation = if a.planned > 0.0 {
             (a.achieved as f64 / a.planned - 1.0) * 100.0
@@ -88,6 +95,21 @@ pub fn render_run(summary: &Summary) -> String {
             duration_cell(l.max_us),
             tag.errors.to_string(),
         ]);
+        if let Some(c) = &tag.latency_corrected {
+            rows.push(vec![
+                "  corrected".into(),
+                c.count.to_string(),
+                String::new(),
+                duration_cell(c.min_us),
+                percentile(c, 50.0),
+                percentile(c, 90.0),
+                percentile(c, 95.0),
+                percentile(c, 99.0),
+                percentile(c, 99.9),
+                duration_cell(c.max_us),
+                String::new(),
+            ]);
+        }
     }
     let widths: Vec<usize> = (0..header.len())
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
@@ -110,8 +132,14 @@ pub fn render_run(summary: &Summary) -> String {
     }
     let _ = writeln!(
         out,
-        "\nlatency is measured from each request's intended start"
+        "\nlatency is measured from each request's intended start (raw)"
     );
+    if summary.latency_corrected.is_some() {
+        let _ = writeln!(
+            out,
+            "`corrected` rows: corrected for coordinated omission, a request slower than its VU's\nmean iteration time also counts for the requests the VU could not send meanwhile"
+        );
+    }
 
     let codes: Vec<String> = summary
         .status_codes
@@ -141,6 +169,7 @@ pub fn render_run(summary: &Summary) -> String {
             errors.join("  ")
         }
     );
+    summary.self_check.render(&summary.trust_reasons, &mut out);
     out
 }
 

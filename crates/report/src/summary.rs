@@ -1,9 +1,10 @@
 //! The summary model: figures derived from merged metrics, serialisable as the JSON output.
 
 use crate::k6::K6Summary;
+use crate::self_check::SelfCheckSummary;
 use barrage_metrics::{
     CheckCounts, LatencyHistogram, LatencyStats, RunMetrics, SecondBucket, SessionCounters,
-    TagMetrics,
+    TagMetrics, VuSecond,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -80,6 +81,8 @@ pub struct TagSummary {
     /// Extractions that found nothing (the variable stayed unset).
     pub extraction_failures: u64,
     pub latency: LatencyStats,
+    /// Closed models: the latency corrected for coordinated omission (see `Summary`).
+    pub latency_corrected: Option<LatencyStats>,
     /// This tag second by second.
     pub per_second: Vec<SecondBucket>,
 }
@@ -114,6 +117,11 @@ pub struct Summary {
     pub size_per_request_bytes: u64,
     /// Latency from each request's intended start to its last response byte.
     pub latency: LatencyStats,
+    /// Closed models only: the latency corrected for coordinated omission. A request slower
+    /// than its VU's mean iteration time also stands for the requests the VU would have sent
+    /// meanwhile (HdrHistogram `record_correct`, wrk2 style). `latency` is the raw figure;
+    /// open and arrival-rate models need no correction (they count from the planned start).
+    pub latency_corrected: Option<LatencyStats>,
     pub histogram: Vec<HistogramBucket>,
     pub details: BTreeMap<&'static str, PhaseSummary>,
     /// Status code → responses.
@@ -128,6 +136,18 @@ pub struct Summary {
     /// k6's view: metrics, per-tag metrics, thresholds.
     #[serde(flatten)]
     pub k6: K6Summary,
+    /// VUs second by second: `vus` the most running at once, `vus_max` allocated.
+    pub vus: Vec<VuSecond>,
+    pub vus_peak: VuSecond,
+    /// The generator's measurements of itself.
+    pub self_check: SelfCheckSummary,
+    /// False when the self-check shows the generator distorted the latency figures.
+    pub trustworthy: bool,
+    pub trust_reasons: Vec<String>,
+}
+
+fn corrected(histogram: &LatencyHistogram) -> Option<LatencyStats> {
+    (!histogram.is_empty()).then(|| histogram.stats())
 }
 
 fn tag_summary(name: &str, tag: &TagMetrics) -> TagSummary {
@@ -138,6 +158,7 @@ fn tag_summary(name: &str, tag: &TagMetrics) -> TagSummary {
         errors: tag.error_count(),
         extraction_failures: tag.extraction_failures,
         latency: tag.latency.stats(),
+        latency_corrected: corrected(&tag.latency_corrected),
         per_second: tag.series.seconds.clone(),
     }
 }
@@ -153,6 +174,8 @@ impl Summary {
             ("wait", PhaseSummary::of(&total.wait)),
             ("read", PhaseSummary::of(&total.read)),
         ]);
+        let self_check = SelfCheckSummary::new(&metrics.self_check);
+        let trust_reasons = self_check.trust_reasons();
         Summary {
             version: env!("CARGO_PKG_VERSION"),
             name: info.name.clone(),
@@ -180,6 +203,7 @@ impl Summary {
             total_data_bytes: total.body_bytes,
             size_per_request_bytes: total.body_bytes.checked_div(responses).unwrap_or(0),
             latency: total.latency.stats(),
+            latency_corrected: corrected(&total.latency_corrected),
             histogram: total
                 .latency
                 .linear_buckets(10)
@@ -223,6 +247,11 @@ impl Summary {
                 &info.thresholds,
                 &info.trend_stats,
             ),
+            vus: metrics.vus.seconds.clone(),
+            vus_peak: metrics.vus.peak(),
+            self_check,
+            trustworthy: trust_reasons.is_empty(),
+            trust_reasons,
         }
     }
 
@@ -243,6 +272,7 @@ pub(crate) mod tests {
                 tag: 0,
                 second: i / 50,
                 latency: Duration::from_micros(1000 + i * 10),
+                expected_interval: Duration::ZERO,
                 phases: PhaseTimings {
                     connect: (i == 0).then_some(Duration::from_micros(200)),
                     write: Duration::from_micros(5),

@@ -1,5 +1,6 @@
-//! The definition as a plan: target, arrival phases, test options, sessions and weights,
-//! data sources, and the plan-time checks that variables and columns exist.
+//! The definition as a plan: target, arrival phases or virtual users (read in `workload.rs`),
+//! test options, sessions and weights, data sources, and the plan-time checks that variables
+//! and columns exist.
 
 use crate::data;
 use crate::error::Location;
@@ -32,6 +33,7 @@ const MAX_SAFE: i64 = (1 << 53) - 1;
 struct Definition {
     target: Option<(Target, Location)>,
     phases: Option<(Vec<ArrivalPhase>, Location)>,
+    virtual_users: Option<(Workload, Location)>,
     options: TestOptions,
     max_clients: Option<u64>,
     grace_period: Option<Duration>,
@@ -73,6 +75,16 @@ pub(crate) fn build(
         match call.verb.as_str() {
             "setTarget" => def.set_target(call, &a)?,
             "setArrivalPhases" => def.set_phases(call, &a)?,
+            "setVirtualUsers" => {
+                a.arity(&call.args, 1, 1)?;
+                if let Some((_, first)) = &def.virtual_users {
+                    return Err(a.err(format_args!(
+                        "the virtual users were already set at {first}"
+                    )));
+                }
+                let workload = crate::workload::virtual_users(&call.args[0], &a)?;
+                def.virtual_users = Some((workload, call.loc.clone()));
+            }
             "setTestOptions" => def.set_options(call, &a)?,
             "setThresholds" => def.metrics.set_thresholds(call, &a)?,
             "metric" => def.metrics.declare(call, &a)?,
@@ -331,11 +343,25 @@ impl Definition {
                 "no target: call definition.setTarget(\"http://host:port\")",
             ));
         };
-        let Some((phases, _)) = self.phases else {
-            return Err(ScriptError::dsl(
-                &whole,
-                "no workload: call definition.setArrivalPhases([{duration, rate}]) (closed workload models, with virtual users, are not supported in scripts yet)",
-            ));
+        let workload = match (self.phases, self.virtual_users) {
+            (Some((_, phases_at)), Some((_, vus_at))) => {
+                return Err(ScriptError::dsl(
+                    &vus_at,
+                    format!("`definition.setVirtualUsers`: the definition already has arrival phases (`definition.setArrivalPhases` at {phases_at}); use one workload model, arrival phases or virtual users"),
+                ));
+            }
+            (Some((phases, _)), None) => Workload::OpenArrivals(OpenArrivals {
+                phases,
+                max_clients: self.max_clients,
+                grace_period: self.grace_period.unwrap_or(DEFAULT_GRACE_PERIOD),
+            }),
+            (None, Some((workload, _))) => workload,
+            (None, None) => {
+                return Err(ScriptError::dsl(
+                    &whole,
+                    "no workload: call definition.setArrivalPhases([{duration, rate}]) (open model) or definition.setVirtualUsers({vus, duration}) (closed model)",
+                ))
+            }
         };
         if self.sessions.is_empty() {
             return Err(ScriptError::dsl(
@@ -349,11 +375,7 @@ impl Definition {
             name: name.to_string(),
             target,
             options: self.options,
-            workload: Workload::OpenArrivals(OpenArrivals {
-                phases,
-                max_clients: self.max_clients,
-                grace_period: self.grace_period.unwrap_or(DEFAULT_GRACE_PERIOD),
-            }),
+            workload,
             tags: tags.names,
             sessions: self.sessions,
             data_sources,

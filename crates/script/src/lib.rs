@@ -23,6 +23,7 @@ mod metrics;
 mod request;
 mod steps;
 mod value;
+mod workload;
 
 pub use error::{Location, ScriptError};
 
@@ -101,7 +102,7 @@ mod tests {
         let e = compile("definition.setArrivalPhases([{duration: 1, rate: 1}]);").unwrap_err();
         assert!(e.to_string().starts_with("dir/t.js: no target"), "{e}");
         let e = compile("definition.setTarget('http://localhost:8080');").unwrap_err();
-        assert!(e.to_string().contains("closed workload models"), "{e}");
+        assert!(e.to_string().contains("definition.setVirtualUsers"), "{e}");
         let e = compile(HEAD).unwrap_err();
         assert!(e.to_string().starts_with("dir/t.js: no sessions"), "{e}");
     }

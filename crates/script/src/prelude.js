@@ -246,6 +246,9 @@
     setArrivalPhases: function () {
       ir.defs.push(call("setArrivalPhases", Array.prototype.slice.call(arguments)));
     },
+    setVirtualUsers: function () {
+      ir.defs.push(call("setVirtualUsers", Array.prototype.slice.call(arguments)));
+    },
     setTestOptions: function () {
       ir.defs.push(call("setTestOptions", Array.prototype.slice.call(arguments)));
     },

@@ -446,3 +446,97 @@ fn threshold_and_metric_mistakes_point_at_the_call() {
     ));
     assert!(e.contains("only session.add takes"), "{e}");
 }
+
+#[test]
+fn closed_fixture_matches_its_snapshot() {
+    snapshot("closed");
+}
+
+/// The workload a `setVirtualUsers(form)` definition compiles to, as JSON.
+fn virtual_users(form: &str) -> serde_json::Value {
+    let source = format!(
+        "definition.setTarget('http://localhost:8080');\ndefinition.setVirtualUsers({form});\ndefinition.session('s', function (session) {{ session.get('/'); }});\n"
+    );
+    let plan = compile_source(&source, "vus.js", &fixtures()).unwrap();
+    serde_json::to_value(&plan.workload).unwrap()
+}
+
+#[test]
+fn every_virtual_user_form_compiles_to_its_model() {
+    let w = virtual_users("{vus: 10, duration: '1h30m'}");
+    assert_eq!(w["model"], "constant_vus");
+    assert_eq!(
+        (w["vus"].as_u64(), w["duration"].as_u64()),
+        (Some(10), Some(5_400_000))
+    );
+    assert_eq!(w["graceful_stop"], 30_000);
+    let w = virtual_users("{vus: 4, iterations: 100, maxDuration: '2m'}");
+    assert_eq!(w["model"], "shared_iterations");
+    assert_eq!(
+        (w["iterations"].as_u64(), w["max_duration"].as_u64()),
+        (Some(100), Some(120_000))
+    );
+    let w = virtual_users("{vus: 3, iterationsPerVU: 7, gracefulStop: 0}");
+    assert_eq!(w["model"], "per_vu_iterations");
+    assert_eq!(
+        (w["iterations_per_vu"].as_u64(), w["graceful_stop"].as_u64()),
+        (Some(7), Some(0))
+    );
+    let w =
+        virtual_users("{rate: 30, timeUnit: '1m', duration: 60, preAllocatedVUs: 5, maxVUs: 20}");
+    assert_eq!(w["model"], "arrival_pool");
+    assert_eq!(w["time_unit"], 60_000);
+    assert_eq!(
+        (w["start_rate"].as_f64(), w["stages"][0]["target"].as_f64()),
+        (Some(30.0), Some(30.0))
+    );
+    assert_eq!(
+        (w["pre_allocated_vus"].as_u64(), w["max_vus"].as_u64()),
+        (Some(5), Some(20))
+    );
+    let w = virtual_users("{startRate: 0, stages: [{duration: '10s', target: 100}, {duration: 5, target: 0}], preAllocatedVUs: 10}");
+    assert_eq!(w["model"], "arrival_pool");
+    assert_eq!(w["stages"][1]["duration"], 5000);
+    assert_eq!(w["max_vus"], 10);
+}
+
+#[test]
+fn bad_virtual_users_are_named_with_their_location() {
+    let e = error(
+        "definition.setTarget('http://localhost:8080');\ndefinition.setArrivalPhases([{duration: 1, rate: 1}]);\ndefinition.setVirtualUsers({vus: 1, duration: 1});\ndefinition.session('s', function (session) { session.get('/'); });\n",
+    );
+    assert!(e.starts_with("bad.js:3:12: `definition.setVirtualUsers`: the definition already has arrival phases (`definition.setArrivalPhases` at bad.js:2:12)"), "{e}");
+    let bad = |form: &str| {
+        error(&format!(
+            "definition.setTarget('http://localhost:8080');\ndefinition.setVirtualUsers({form});\ndefinition.session('s', function (session) {{ session.get('/'); }});\n"
+        ))
+    };
+    let e = bad("{vus: 0, duration: 1}");
+    assert!(
+        e.starts_with(
+            "bad.js:2:12: `definition.setVirtualUsers`: `vus` must be a whole number from 1"
+        ),
+        "{e}"
+    );
+    let e = bad("{stages: [{duration: '10x', target: 5}]}");
+    assert!(
+        e.contains("stage 1: `duration`: `10x` has unknown unit `x`"),
+        "{e}"
+    );
+    let e = bad("{stages: [{duration: 5, target: 0}]}");
+    assert!(e.contains("never ask for a virtual user"), "{e}");
+    let e = bad("{vus: 2, duration: 5, stages: [{duration: 5, target: 1}]}");
+    assert!(
+        e.contains("`vus` does not go with the ramping VUs form"),
+        "{e}"
+    );
+    let e = bad("{rate: 10, duration: 5, preAllocatedVUs: 9, maxVUs: 3}");
+    assert!(
+        e.contains("`maxVUs` (3) must be at least `preAllocatedVUs` (9)"),
+        "{e}"
+    );
+    let e = bad("{vus: 2}");
+    assert!(e.contains("cannot tell the workload model"), "{e}");
+    let e = bad("{vus: 2, duration: 1, rampUp: 3}");
+    assert!(e.contains("unknown option `rampUp`"), "{e}");
+}

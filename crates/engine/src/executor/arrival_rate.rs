@@ -57,6 +57,7 @@ async fn paced_client(worker: &Worker, next_slot: &Cell<u64>, schedule: &SlotSch
                 break;
             }
         }
+        worker.record_lag(intended);
         let session = worker.run.plan.pick_session(&mut *worker.rng.borrow_mut());
         worker.session_started();
         client.run_iteration(worker, session, intended).await;

@@ -1,12 +1,15 @@
-//! Closed-model executor: each VU starts its next iteration as soon as the previous one ends.
+//! Closed-model executor (quick `-n`/`-z`, k6 `shared-iterations`): each VU starts its next
+//! iteration as soon as the previous one ends; a count-bounded run shares the worker's
+//! iteration budget among its VUs.
 
-use crate::client::Client;
+use super::vu::VirtualUser;
 use crate::worker::Worker;
 use std::rc::Rc;
 use std::time::Instant;
 use tokio::task::JoinSet;
 
 pub(crate) async fn drive(worker: Rc<Worker>, vus: u64) {
+    worker.set_vus_max(vus);
     let mut clients = JoinSet::new();
     for _ in 0..vus {
         let worker = Rc::clone(&worker);
@@ -16,16 +19,14 @@ pub(crate) async fn drive(worker: Rc<Worker>, vus: u64) {
 }
 
 async fn virtual_user(worker: &Worker) {
-    let mut client = Client::default();
+    let mut vu = VirtualUser::default();
     worker.client_started();
+    worker.record_lag(worker.run.run_start);
     loop {
-        let now = Instant::now();
-        if !worker.running_at(now) || !worker.claim_iteration() {
+        if !worker.may_start_at(Instant::now()) || !worker.claim_iteration() {
             break;
         }
-        let session = worker.run.plan.pick_session(&mut *worker.rng.borrow_mut());
-        worker.session_started();
-        client.run_iteration(worker, session, now).await;
+        vu.iterate(worker).await;
     }
     worker.client_finished();
 }

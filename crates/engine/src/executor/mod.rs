@@ -3,17 +3,23 @@
 //! The core splits a workload into per-worker [`Assignment`]s up front (VUs, iteration
 //! budgets, arrival slots), so workers never coordinate while the run goes on.
 
+mod arrival_pool;
 mod arrival_rate;
 mod closed;
 mod open;
+mod per_vu_iterations;
+mod ramping_vus;
+mod vu;
 
 use crate::worker::Worker;
-use barrage_plan::Workload;
+use barrage_plan::{RampingVus, VuStage, Workload};
 use std::rc::Rc;
 use std::time::Duration;
 
+pub(crate) use arrival_pool::PoolShare;
 pub(crate) use arrival_rate::SlotSchedule;
 pub(crate) use open::ArrivalShare;
+pub(crate) use ramping_vus::RampShare;
 
 /// One worker's share of the workload.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +30,12 @@ pub(crate) enum Assignment {
     ArrivalRate { vus: u64, schedule: SlotSchedule },
     /// Clients arrive as this worker's share of the Poisson process and run one session each.
     Open(ArrivalShare),
+    /// VUs follow the (run-wide) stages; this worker runs its exact share of the target.
+    RampingVus(RampShare),
+    /// `vus` VUs each run `iterations` iterations.
+    PerVuIterations { vus: u64, iterations: u64 },
+    /// This worker's iterations of an arrival-rate schedule, served by its part of the pool.
+    ArrivalPool(PoolShare),
 }
 
 /// A worker's share: what it runs and how many iterations it may start (count-bounded runs).
@@ -62,6 +74,7 @@ fn split_proportionally(n: u64, weights: &[u64]) -> Vec<u64> {
 pub(crate) fn assign(workload: &Workload, threads: usize) -> Vec<Share> {
     let clients = match workload {
         Workload::OpenArrivals(open) => open.max_clients.unwrap_or(u64::MAX),
+        Workload::ArrivalPool(pool) => pool.max_vus,
         other => other.vus().unwrap_or(1),
     };
     let workers = (threads.max(1) as u64).min(clients.max(1)) as usize;
@@ -88,12 +101,17 @@ pub(crate) fn assign(workload: &Workload, threads: usize) -> Vec<Share> {
                 })
                 .collect()
         }
-        Workload::ClosedVus(closed) => {
-            let vus_per_worker = split_evenly(closed.vus, workers);
-            let budgets = closed
-                .iterations
-                .filter(|_| closed.duration.is_none())
-                .map(|n| split_proportionally(n, &vus_per_worker));
+        Workload::ClosedVus(_) | Workload::SharedIterations(_) => {
+            let (vus, iterations) = match workload {
+                Workload::ClosedVus(closed) => (
+                    closed.vus,
+                    closed.iterations.filter(|_| closed.duration.is_none()),
+                ),
+                Workload::SharedIterations(shared) => (shared.vus, Some(shared.iterations)),
+                _ => unreachable!("matched above"),
+            };
+            let vus_per_worker = split_evenly(vus, workers);
+            let budgets = iterations.map(|n| split_proportionally(n, &vus_per_worker));
             vus_per_worker
                 .iter()
                 .enumerate()
@@ -122,6 +140,57 @@ pub(crate) fn assign(workload: &Workload, threads: usize) -> Vec<Share> {
                 })
                 .collect()
         }
+        Workload::ConstantVus(_) | Workload::RampingVus(_) => {
+            let ramp = match workload {
+                Workload::RampingVus(ramp) => ramp.clone(),
+                Workload::ConstantVus(c) => RampingVus {
+                    start_vus: c.vus,
+                    stages: vec![VuStage {
+                        duration: c.duration,
+                        target: c.vus,
+                    }],
+                    graceful_stop: c.graceful_stop,
+                    graceful_ramp_down: c.graceful_stop,
+                },
+                _ => unreachable!("matched above"),
+            };
+            (0..workers)
+                .map(|i| Share {
+                    assignment: Assignment::RampingVus(RampShare {
+                        ramp: ramp.clone(),
+                        worker: i as u64,
+                        workers: workers as u64,
+                    }),
+                    iterations: None,
+                })
+                .collect()
+        }
+        Workload::PerVuIterations(per_vu) => split_evenly(per_vu.vus, workers)
+            .into_iter()
+            .map(|vus| Share {
+                assignment: Assignment::PerVuIterations {
+                    vus,
+                    iterations: per_vu.iterations_per_vu,
+                },
+                iterations: None,
+            })
+            .collect(),
+        Workload::ArrivalPool(pool) => {
+            let pre = split_evenly(pool.pre_allocated_vus, workers);
+            let max = split_evenly(pool.max_vus, workers);
+            (0..workers)
+                .map(|i| Share {
+                    assignment: Assignment::ArrivalPool(PoolShare {
+                        pool: pool.clone(),
+                        first: i as u64,
+                        stride: workers as u64,
+                        pre_allocated: pre[i],
+                        max_vus: max[i],
+                    }),
+                    iterations: None,
+                })
+                .collect()
+        }
     }
 }
 
@@ -134,6 +203,11 @@ pub(crate) async fn drive(worker: Rc<Worker>, assignment: Assignment) {
             arrival_rate::drive(worker, vus, schedule).await
         }
         Assignment::Open(share) => open::drive(worker, share).await,
+        Assignment::RampingVus(share) => ramping_vus::drive(worker, share).await,
+        Assignment::PerVuIterations { vus, iterations } => {
+            per_vu_iterations::drive(worker, vus, iterations).await
+        }
+        Assignment::ArrivalPool(share) => arrival_pool::drive(worker, share).await,
     }
 }
 

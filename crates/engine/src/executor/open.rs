@@ -75,6 +75,7 @@ pub(crate) async fn drive(worker: Rc<Worker>, share: ArrivalShare) {
         if worker.run.control.stop.is_stopped() {
             break;
         }
+        worker.record_lag(arrival);
         if share
             .max_clients
             .is_some_and(|max| worker.active_clients() >= max)

@@ -1,0 +1,150 @@
+//! k6 `ramping-vus` and `constant-vus`: the number of VUs follows the stages.
+//!
+//! The run-wide target `T(t)` is split exactly over the workers: worker `i` of `W` runs
+//! `T / W` VUs, plus one when `i < T % W`. A controller re-evaluates the target every
+//! [`CONTROL_TICK`]; VU `j` of the worker runs iterations while `j` is below the worker's
+//! target. A VU above the target finishes its iteration within `gracefulRampDown`, or is
+//! interrupted (its session counts as interrupted and its connection is dropped). After the
+//! last stage no iteration starts; running ones get `gracefulStop` (the core's hard stop).
+
+use super::vu::{wait_until, VirtualUser};
+use crate::worker::Worker;
+use barrage_plan::RampingVus;
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// How often the controller re-reads the stages: the VU count lags them by at most this.
+const CONTROL_TICK: Duration = Duration::from_millis(20);
+
+/// This worker's part of a ramping-VUs workload.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RampShare {
+    pub ramp: RampingVus,
+    pub worker: u64,
+    pub workers: u64,
+}
+
+impl RampShare {
+    /// This worker's share of `total` VUs.
+    pub(crate) fn share_of(&self, total: u64) -> u64 {
+        total / self.workers + u64::from(self.worker < total % self.workers)
+    }
+}
+
+/// What the controller tells the VUs.
+struct Control {
+    target: Cell<u64>,
+    ended: Cell<bool>,
+    changed: Notify,
+}
+
+pub(crate) async fn drive(worker: Rc<Worker>, share: RampShare) {
+    let peak = share.share_of(share.ramp.peak());
+    worker.set_vus_max(peak);
+    let control = Rc::new(Control {
+        target: Cell::new(share.share_of(share.ramp.start_vus)),
+        ended: Cell::new(false),
+        changed: Notify::new(),
+    });
+    let graceful_ramp_down = share.ramp.graceful_ramp_down;
+    let mut vus = tokio::task::JoinSet::new();
+    for index in 0..peak {
+        let (worker, control) = (Rc::clone(&worker), Rc::clone(&control));
+        vus.spawn_local(
+            async move { virtual_user(&worker, &control, index, graceful_ramp_down).await },
+        );
+    }
+    let end = worker.run.run_start + share.ramp.end();
+    let mut tick = worker.run.run_start;
+    loop {
+        let now = Instant::now();
+        if now >= end || !worker.running_at(now) {
+            break;
+        }
+        worker.record_lag(tick);
+        let target = share.share_of(share.ramp.target_at(now - worker.run.run_start));
+        if target != control.target.get() {
+            control.target.set(target);
+            control.changed.notify_waiters();
+        }
+        tick = (tick + CONTROL_TICK).max(now);
+        tokio::time::sleep_until(tick.min(end).into()).await;
+    }
+    control.ended.set(true);
+    control.changed.notify_waiters();
+    while vus.join_next().await.is_some() {}
+}
+
+async fn virtual_user(
+    worker: &Worker,
+    control: &Control,
+    index: u64,
+    graceful_ramp_down: Duration,
+) {
+    let mut vu = VirtualUser::default();
+    loop {
+        wait_until(&control.changed, || {
+            control.ended.get() || control.target.get() > index
+        })
+        .await;
+        if control.ended.get() {
+            return;
+        }
+        worker.client_started();
+        while control.target.get() > index
+            && !control.ended.get()
+            && worker.may_start_at(Instant::now())
+        {
+            let ramped_down = async {
+                wait_until(&control.changed, || control.target.get() <= index).await;
+                tokio::time::sleep(graceful_ramp_down).await;
+            };
+            tokio::select! {
+                biased;
+                _ = vu.iterate(worker) => {}
+                _ = ramped_down => {
+                    vu.interrupted();
+                    break;
+                }
+            }
+        }
+        worker.client_finished();
+        if !worker.running_at(Instant::now()) {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use barrage_plan::VuStage;
+
+    #[test]
+    fn worker_shares_add_up_to_the_target() {
+        let ramp = RampingVus {
+            start_vus: 0,
+            stages: vec![VuStage {
+                duration: Duration::from_secs(1),
+                target: 7,
+            }],
+            graceful_stop: Duration::ZERO,
+            graceful_ramp_down: Duration::ZERO,
+        };
+        for total in 0..20 {
+            let sum: u64 = (0..3)
+                .map(|worker| {
+                    RampShare {
+                        ramp: ramp.clone(),
+                        worker,
+                        workers: 3,
+                    }
+                    .share_of(total)
+                })
+                .sum();
+            assert_eq!(sum, total);
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! What the closed-model executors share: a virtual user (its client, kept with its
+//! connection across iterations, and its pacing for the coordinated-omission correction), and
+//! waiting on a worker-local value that changes.
+
+use crate::client::Client;
+use crate::worker::Worker;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// A virtual user: runs iterations back to back on one client.
+#[derive(Default)]
+pub(crate) struct VirtualUser {
+    pub(crate) client: Client,
+    iterations: u32,
+    busy: Duration,
+}
+
+impl VirtualUser {
+    /// The VU's pacing: its mean iteration time so far (zero before its first iteration).
+    /// In a closed loop a stalled response delays every request the VU would have sent
+    /// meanwhile; this interval is what the correction assumes it would have kept.
+    fn expected_interval(&self) -> Duration {
+        if self.iterations == 0 {
+            Duration::ZERO
+        } else {
+            self.busy / self.iterations
+        }
+    }
+
+    /// Runs one iteration now (counted as started here).
+    pub(crate) async fn iterate(&mut self, worker: &Worker) {
+        let session = worker.run.plan.pick_session(&mut *worker.rng.borrow_mut());
+        worker.session_started();
+        self.client.expected_interval = self.expected_interval();
+        let start = Instant::now();
+        self.client.run_iteration(worker, session, start).await;
+        if self.iterations < u32::MAX {
+            self.iterations += 1;
+            self.busy += start.elapsed();
+        }
+    }
+
+    /// Runs one iteration scheduled for `due` (an arrival): latency counts from `due`, and no
+    /// correction applies since the schedule does not wait for responses.
+    pub(crate) async fn iterate_from(&mut self, worker: &Worker, due: Instant) {
+        let session = worker.run.plan.pick_session(&mut *worker.rng.borrow_mut());
+        worker.session_started();
+        self.client.expected_interval = Duration::ZERO;
+        self.client.run_iteration(worker, session, due).await;
+    }
+
+    /// Called when an iteration was cut off: its connection may be mid-exchange.
+    pub(crate) fn interrupted(&mut self) {
+        self.client.connection = None;
+    }
+}
+
+/// Resolves once `ready()` holds, re-checking whenever `notify` wakes its waiters.
+pub(crate) async fn wait_until(notify: &Notify, ready: impl Fn() -> bool) {
+    loop {
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if ready() {
+            return;
+        }
+        notified.await;
+    }
+}

@@ -1,0 +1,96 @@
+//! The per-second virtual-user gauge (`vus`, `vus_max`): recorded by each worker without
+//! locks, merged by summing second by second.
+
+use serde::{Deserialize, Serialize};
+
+/// VUs during one second of the run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VuSecond {
+    /// The most VUs running at once during the second (k6 `vus`).
+    pub vus: u64,
+    /// VUs allocated (pool size, or the stages' peak) during the second (k6 `vus_max`).
+    pub vus_max: u64,
+}
+
+/// The gauge of one worker (or, merged, of the run). Index = second since the run start.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VuSeries {
+    pub seconds: Vec<VuSecond>,
+    /// The current values, carried into seconds in which nothing changed.
+    #[serde(skip)]
+    current: VuSecond,
+}
+
+/// Bounds the series to a day, like the request series.
+const MAX_SECONDS: u64 = 86_400;
+
+impl VuSeries {
+    /// Sets the current values at `second`; seconds since the last change keep the values
+    /// they had.
+    pub fn set(&mut self, second: u64, vus: u64, vus_max: u64) {
+        self.fill_to(second);
+        self.current = VuSecond { vus, vus_max };
+        let bucket = self.seconds.last_mut().expect("filled");
+        bucket.vus = bucket.vus.max(vus);
+        bucket.vus_max = bucket.vus_max.max(vus_max);
+    }
+
+    /// Extends the series up to and including `second` with the current values.
+    pub fn fill_to(&mut self, second: u64) {
+        let index = second.min(MAX_SECONDS) as usize;
+        while self.seconds.len() <= index {
+            self.seconds.push(self.current);
+        }
+    }
+
+    /// The highest `vus` and `vus_max` of the run.
+    pub fn peak(&self) -> VuSecond {
+        self.seconds
+            .iter()
+            .fold(VuSecond::default(), |p, s| VuSecond {
+                vus: p.vus.max(s.vus),
+                vus_max: p.vus_max.max(s.vus_max),
+            })
+    }
+
+    /// Adds another worker's gauge second by second.
+    pub fn merge(&mut self, other: &VuSeries) {
+        if self.seconds.len() < other.seconds.len() {
+            self.seconds
+                .resize(other.seconds.len(), VuSecond::default());
+        }
+        for (mine, theirs) in self.seconds.iter_mut().zip(&other.seconds) {
+            mine.vus += theirs.vus;
+            mine.vus_max += theirs.vus_max;
+        }
+        self.current.vus += other.current.vus;
+        self.current.vus_max += other.current.vus_max;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_carry_over_quiet_seconds_and_merge_by_sum() {
+        let mut a = VuSeries::default();
+        a.set(0, 1, 4);
+        a.set(0, 3, 4);
+        a.set(0, 2, 4);
+        a.set(3, 0, 4);
+        assert_eq!(
+            a.seconds.iter().map(|s| s.vus).collect::<Vec<_>>(),
+            vec![3, 2, 2, 2]
+        );
+        let mut b = VuSeries::default();
+        b.set(1, 5, 5);
+        b.fill_to(4);
+        a.merge(&b);
+        assert_eq!(
+            a.seconds.iter().map(|s| s.vus).collect::<Vec<_>>(),
+            vec![3, 7, 7, 7, 5]
+        );
+        assert_eq!(a.peak(), VuSecond { vus: 7, vus_max: 9 });
+    }
+}
