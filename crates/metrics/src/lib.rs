@@ -8,12 +8,17 @@
 mod error_kind;
 mod latency;
 mod run;
+mod second_latency;
 mod series;
 
 pub use error_kind::ErrorKind;
-pub use latency::{LatencyHistogram, LatencyStats, MAX_TRACKABLE_MICROS, STANDARD_PERCENTILES};
+pub use latency::{
+    HistogramDecodeError, LatencyHistogram, LatencyStats, MAX_TRACKABLE_MICROS,
+    STANDARD_PERCENTILES,
+};
 pub use run::{
     CheckCounts, PhaseTimings, ResponseRecord, RunMetrics, SessionCounters, StatusCounts,
     TagMetrics,
 };
+pub use second_latency::SecondLatency;
 pub use series::{SecondBucket, Series};

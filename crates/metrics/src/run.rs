@@ -1,6 +1,6 @@
 //! Per-tag and per-run metrics: what one worker records, and the exact merge of many workers.
 
-use crate::{ErrorKind, LatencyHistogram, Series};
+use crate::{ErrorKind, LatencyHistogram, SecondLatency, Series};
 use std::time::Duration;
 
 /// Counts of responses by HTTP status code (100–599).
@@ -83,6 +83,8 @@ pub struct TagMetrics {
     pub extraction_failures: u64,
     /// The same, second by second.
     pub series: Series,
+    /// Response latency second by second (finished seconds kept compressed).
+    pub latency_by_second: SecondLatency,
 }
 
 impl TagMetrics {
@@ -123,6 +125,7 @@ impl TagMetrics {
         self.body_bytes += other.body_bytes;
         self.extraction_failures += other.extraction_failures;
         self.series.merge(&other.series);
+        self.latency_by_second.merge(&other.latency_by_second);
     }
 }
 
@@ -238,6 +241,12 @@ impl RunMetrics {
     pub fn record_response(&mut self, r: &ResponseRecord) {
         let tag = &mut self.tags[r.tag];
         tag.latency.record(r.latency);
+        tag.latency_by_second.record_micros(
+            r.second,
+            r.latency
+                .as_micros()
+                .min(u128::from(crate::MAX_TRACKABLE_MICROS)) as u64,
+        );
         if let Some(connect) = r.phases.connect {
             tag.connect.record(connect);
         }
@@ -363,6 +372,13 @@ mod tests {
         assert_eq!(merged.series(), whole.series());
         for (m, w) in merged.tags.iter().zip(whole.tags.iter()) {
             assert_eq!(m.series, w.series);
+            assert_eq!(m.latency_by_second.len(), w.latency_by_second.len());
+            for second in 0..w.latency_by_second.len() as u64 {
+                assert_eq!(
+                    m.latency_by_second.decoded(second),
+                    w.latency_by_second.decoded(second)
+                );
+            }
         }
         assert_eq!(merged.total().requests(), 2000 + 21);
     }
