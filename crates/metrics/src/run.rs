@@ -26,6 +26,14 @@ impl StatusCounts {
         }
     }
 
+    /// Adds `count` responses with `status` (ignored outside 100–599), e.g. when reading
+    /// stored counts back.
+    pub fn add(&mut self, status: u16, count: u64) {
+        if let Some(slot) = self.counts.get_mut(usize::from(status).wrapping_sub(100)) {
+            *slot += count;
+        }
+    }
+
     pub fn get(&self, status: u16) -> u64 {
         self.counts
             .get(usize::from(status).wrapping_sub(100))
