@@ -160,7 +160,7 @@ mod tests {
         for i in 0..30_000u64 {
             let second = i / 1000;
             let micros = 200 + (i * 7919) % 50_000;
-            halves[(i % 3 == 0) as usize].record_micros(second, micros);
+            halves[i.is_multiple_of(3) as usize].record_micros(second, micros);
             whole.record_micros(second, micros);
         }
         // A late response re-opens its second.

@@ -6,12 +6,18 @@ use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord};
 /// A latency like real ones: mostly around a mode, with a long tail.
 fn latency_us(i: u64) -> u64 {
     let spread = (i.wrapping_mul(2_654_435_761) % 1000) as f64 / 1000.0;
-    (800.0 + 400.0 * spread + if i % 97 == 0 { 20_000.0 * spread } else { 0.0 }) as u64
+    (800.0
+        + 400.0 * spread
+        + if i.is_multiple_of(97) {
+            20_000.0 * spread
+        } else {
+            0.0
+        }) as u64
 }
 
 fn record(metrics: &mut RunMetrics, i: u64, per_second: u64) {
     let second = i / per_second;
-    if i % 211 == 0 {
+    if i.is_multiple_of(211) {
         metrics.record_error((i % 2) as usize, second, ErrorKind::Timeout, 30);
         return;
     }
@@ -20,12 +26,12 @@ fn record(metrics: &mut RunMetrics, i: u64, per_second: u64) {
         second,
         latency: Duration::from_micros(latency_us(i)),
         phases: PhaseTimings {
-            connect: (i % 50 == 0).then(|| Duration::from_micros(90)),
+            connect: i.is_multiple_of(50).then(|| Duration::from_micros(90)),
             write: Duration::from_micros(3),
             wait: Duration::from_micros(latency_us(i) - 10),
             read: Duration::from_micros(7),
         },
-        status: if i % 13 == 0 { 503 } else { 200 },
+        status: if i.is_multiple_of(13) { 503 } else { 200 },
         bytes_sent: 40,
         bytes_received: 120,
         body_bytes: 20,
@@ -96,7 +102,7 @@ fn merging_two_halves_equals_the_whole_run_exactly() {
     let mut halves = [sample(0, 1000), sample(0, 1000)];
     let mut whole = sample(0, 1000);
     for i in 0..30_000u64 {
-        record(&mut halves[(i % 3 == 0) as usize].metrics, i, 1000);
+        record(&mut halves[i.is_multiple_of(3) as usize].metrics, i, 1000);
         record(&mut whole.metrics, i, 1000);
     }
     // Both halves and the whole counted one check pass and five sessions each.
