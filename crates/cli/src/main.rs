@@ -2,6 +2,8 @@
 
 mod overrides;
 mod quick;
+mod record;
+mod results_cmd;
 mod runner;
 mod scenario;
 mod usage;
@@ -35,6 +37,10 @@ enum Command {
     Target(TargetArgs),
     /// Start the bundled target on a free port, load it briefly, print the summary
     Demo(DemoArgs),
+    /// Re-render a run's summary, JSON or HTML report from its results file
+    Report(results_cmd::ReportArgs),
+    /// Merge results files of the same plan (e.g. from several machines) into one, exactly
+    Merge(results_cmd::MergeArgs),
 }
 
 /// Overrides for trying a big definition on a small machine.
@@ -58,6 +64,22 @@ struct OverrideArgs {
 }
 
 impl OverrideArgs {
+    /// The override flags given, by name, for the results file.
+    fn given(&self) -> std::collections::BTreeMap<String, String> {
+        let mut given = std::collections::BTreeMap::new();
+        let mut put = |name: &str, value: Option<String>| {
+            if let Some(v) = value {
+                given.insert(name.to_string(), v);
+            }
+        };
+        put("target", self.target.clone());
+        put("rate-factor", self.rate_factor.map(|f| f.to_string()));
+        put("duration-limit", self.duration_limit.clone());
+        put("seed", self.seed.map(|s| s.to_string()));
+        put("threads", self.threads.map(|t| t.to_string()));
+        given
+    }
+
     fn resolve(&self) -> anyhow::Result<Overrides> {
         Ok(Overrides {
             target: self.target.clone(),
@@ -82,6 +104,8 @@ struct RunArgs {
     /// Also write the full summary as JSON to this file
     #[arg(long)]
     json: Option<PathBuf>,
+    #[command(flatten)]
+    record: record::RecordArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -160,16 +184,30 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Quick(args) => quick_command(&args),
         Command::Target(args) => target_command(&args),
         Command::Demo(args) => demo_command(&args),
+        Command::Report(args) => {
+            print_out(&results_cmd::report_command(&args)?)?;
+            Ok(exit::OK)
+        }
+        Command::Merge(args) => {
+            print_out(&results_cmd::merge_command(&args)?)?;
+            Ok(exit::OK)
+        }
     }
 }
 
 fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
-    let finished = scenario::run_command(&args.file, &args.overrides.resolve()?)?;
+    let context = runner::RunContext {
+        command: "run",
+        script: Some(args.file.display().to_string()),
+        overrides: args.overrides.given(),
+    };
+    let finished = scenario::run_command(&args.file, &args.overrides.resolve()?, &context)?;
     if let Some(path) = &args.json {
         std::fs::write(path, finished.summary.to_json() + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
     }
     print_out(&render_run(&finished.summary))?;
+    record::keep(&args.record, &finished)?;
     Ok(exit::OK)
 }
 
@@ -180,15 +218,21 @@ fn quick_command(args: &QuickArgs) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(exit::OK);
     }
+    let context = runner::RunContext {
+        command: "quick",
+        ..Default::default()
+    };
     let finished = runner::execute(
         &plan,
         runner::progress_wanted() && format == OutputFormat::Text,
+        &context,
     )?;
     let text = match format {
         OutputFormat::Text => render_hey(&finished.summary),
         OutputFormat::Json => finished.summary.to_json() + "\n",
     };
     print_out(&text)?;
+    record::keep(&args.record, &finished)?;
     Ok(exit::OK)
 }
 
@@ -247,9 +291,14 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
         output: None,
         threads: None,
         print_plan: false,
+        record: record::RecordArgs::default(),
     };
     let plan = quick_plan(&quick)?;
-    let finished = runner::execute(&plan, runner::progress_wanted())?;
+    let context = runner::RunContext {
+        command: "quick",
+        ..Default::default()
+    };
+    let finished = runner::execute(&plan, runner::progress_wanted(), &context)?;
     target.shutdown();
     print_out(&render_hey(&finished.summary))?;
     Ok(exit::OK)

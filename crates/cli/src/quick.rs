@@ -68,6 +68,8 @@ pub struct QuickArgs {
     /// Print the plan this command compiles to, as JSON, and exit
     #[arg(long)]
     pub print_plan: bool,
+    #[command(flatten)]
+    pub record: crate::record::RecordArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

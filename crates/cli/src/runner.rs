@@ -4,16 +4,31 @@
 use crate::usage::exit;
 use barrage_engine::{LiveSnapshot, RunControl};
 use barrage_plan::{Plan, Workload};
-use barrage_report::{PlannedArrivals, RunInfo, Summary};
+use barrage_report::Summary;
+use barrage_results::{unix_ns, Machine, PlannedArrivalsBits, ResultsFile, RunMeta};
 use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 const PROGRESS_TICK: Duration = Duration::from_millis(250);
 
-/// A finished run, summarised.
+/// A finished run: its results (what the results file holds) and the summary rendered from
+/// them, so a report re-rendered from the file is identical.
 pub struct Finished {
     pub summary: Summary,
+    pub results: ResultsFile,
+}
+
+/// What the command line knew about the run, for the results file.
+#[derive(Debug, Clone, Default)]
+pub struct RunContext {
+    /// `run` or `quick`.
+    pub command: &'static str,
+    /// The definition file, for `run`.
+    pub script: Option<String>,
+    /// Override flags as given.
+    pub overrides: BTreeMap<String, String>,
 }
 
 /// Whether live progress should be drawn: only for a person watching a terminal.
@@ -22,7 +37,7 @@ pub fn progress_wanted() -> bool {
 }
 
 /// Runs `plan` to its end (or to Ctrl-C) and summarises it.
-pub fn execute(plan: &Plan, show_progress: bool) -> anyhow::Result<Finished> {
+pub fn execute(plan: &Plan, show_progress: bool, context: &RunContext) -> anyhow::Result<Finished> {
     let control = RunControl::default();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let engine = {
@@ -72,24 +87,51 @@ pub fn execute(plan: &Plan, show_progress: bool) -> anyhow::Result<Finished> {
     let outcome = engine
         .join()
         .map_err(|_| anyhow::anyhow!("the engine thread panicked"))??;
-    let info = RunInfo {
+    let started_at_unix_ns = unix_ns(outcome.started_at);
+    let elapsed_ns = outcome.elapsed.as_nanos() as u64;
+    let meta = RunMeta {
+        command: context.command.to_string(),
         name: plan.name.clone(),
         target: plan.target.to_string(),
-        started_at: outcome.started_at,
-        elapsed: outcome.elapsed,
+        barrage_version: env!("CARGO_PKG_VERSION").to_string(),
+        plan: serde_json::to_value(plan)?,
+        script: context.script.clone(),
+        overrides: context.overrides.clone(),
+        seed: plan.options.seed,
+        machine: Machine::current(),
+        started_at_unix_ns,
+        ended_at_unix_ns: started_at_unix_ns + elapsed_ns,
+        elapsed_ns,
         interrupted: outcome.interrupted,
         threads: outcome.threads,
         tags: plan.tags.clone(),
         planned_arrivals: match &plan.workload {
-            Workload::OpenArrivals(open) => Some(PlannedArrivals {
-                expected: open.phases.iter().map(|p| p.expected_arrivals()).sum(),
-                seconds: open.arrivals_end().as_secs_f64(),
+            Workload::OpenArrivals(open) => Some(PlannedArrivalsBits {
+                expected_f64_bits: open
+                    .phases
+                    .iter()
+                    .map(|p| p.expected_arrivals())
+                    .sum::<f64>()
+                    .to_bits(),
+                seconds_f64_bits: open.arrivals_end().as_secs_f64().to_bits(),
             }),
             _ => None,
         },
+        merged_from: Vec::new(),
     };
-    let summary = Summary::new(&info, &outcome.metrics);
-    Ok(Finished { summary })
+    let mut metrics = outcome.metrics;
+    for tag in &mut metrics.tags {
+        tag.latency_by_second.seal();
+    }
+    let results = ResultsFile {
+        meta,
+        metrics,
+        thresholds: None,
+        self_check: None,
+    };
+    // The started-at instant goes through whole nanoseconds, exactly as the file stores it.
+    let summary = barrage_report::summary_of(&results);
+    Ok(Finished { summary, results })
 }
 
 /// The live progress line: elapsed (of planned), requests, current rate, errors, clients.

@@ -38,8 +38,12 @@ pub fn plan_command(path: &Path, overrides: &Overrides) -> anyhow::Result<String
 }
 
 /// `barrage run FILE`: runs it and returns the summary (the caller prints it).
-pub fn run_command(path: &Path, overrides: &Overrides) -> anyhow::Result<runner::Finished> {
+pub fn run_command(
+    path: &Path,
+    overrides: &Overrides,
+    context: &runner::RunContext,
+) -> anyhow::Result<runner::Finished> {
     let mut plan = load_plan(path)?;
     overrides.apply(&mut plan)?;
-    runner::execute(&plan, runner::progress_wanted())
+    runner::execute(&plan, runner::progress_wanted(), context)
 }

@@ -3,10 +3,12 @@
 //! [`Summary`] is the one model every renderer reads (`summary.rs`); `hey.rs` prints it in
 //! hey's layout, and `-o json` serialises it as is.
 
+mod from_results;
 mod hey;
 mod run;
 mod summary;
 
+pub use from_results::{render_text, run_info, summary_of};
 pub use hey::render_hey;
 pub use run::render_run;
 pub use summary::{ArrivalSummary, PhaseSummary, PlannedArrivals, RunInfo, Summary, TagSummary};
