@@ -4,6 +4,7 @@
 
 use crate::runner::Finished;
 use anyhow::Context;
+use barrage_results::utc_parts;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -19,29 +20,9 @@ pub struct RecordArgs {
     /// Do not write a results file
     #[arg(long)]
     pub no_results: bool,
-}
-
-/// `2026-11-23T08:47:40Z`-style parts of a Unix time, UTC (days-to-civil, Howard Hinnant).
-pub fn utc_parts(unix_s: u64) -> (i64, u32, u32, u32, u32, u32) {
-    let days = (unix_s / 86_400) as i64;
-    let rem = unix_s % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (
-        year,
-        month,
-        day,
-        (rem / 3600) as u32,
-        (rem % 3600 / 60) as u32,
-        (rem % 60) as u32,
-    )
+    /// Also write the self-contained HTML report here
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
 }
 
 /// A run's name made safe for a file name.
@@ -102,6 +83,10 @@ pub fn keep(args: &RecordArgs, finished: &Finished) -> anyhow::Result<()> {
             .with_context(|| format!("writing the results file {}", path.display()))?;
         Some(absolute(&path))
     };
+    if let Some(html) = &args.html {
+        let page = barrage_report::render_html(&finished.results, &finished.summary);
+        std::fs::write(html, page).with_context(|| format!("writing {}", html.display()))?;
+    }
     if let Some(path) = &results_path {
         if std::io::stderr().is_terminal() {
             eprintln!("results: {}", path.display());

@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 pub struct ReportArgs {
     /// A results file (.brr)
     file: PathBuf,
+    /// Write the self-contained HTML report here
+    #[arg(long, value_name = "OUT")]
+    html: Option<PathBuf>,
     /// Write the JSON summary here (as `--json` / `-o json` wrote it at the run's end)
     #[arg(long, value_name = "OUT")]
     json: Option<PathBuf>,
@@ -34,11 +37,15 @@ pub fn load(path: &Path) -> anyhow::Result<ResultsFile> {
 pub fn report_command(args: &ReportArgs) -> anyhow::Result<String> {
     let results = load(&args.file)?;
     let summary = barrage_report::summary_of(&results);
-    if args.json.is_none() {
+    if args.html.is_none() && args.json.is_none() {
         return Ok(barrage_report::render_text(&results, &summary));
     }
     if let Some(path) = &args.json {
         std::fs::write(path, summary.to_json() + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        std::fs::write(path, barrage_report::render_html(&results, &summary))
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(String::new())

@@ -91,6 +91,17 @@ impl SecondLatency {
         }
     }
 
+    /// The histogram of `second`, or `None` when nothing was recorded then.
+    pub fn decoded_if_any(&self, second: u64) -> Option<LatencyHistogram> {
+        match &self.live {
+            Some((live, histogram)) if *live == second => Some(histogram.clone()),
+            _ => self
+                .sealed_bytes(second)
+                .filter(|b| !b.is_empty())
+                .map(|b| decode_own(b)),
+        }
+    }
+
     /// The encoded seconds, index = second; an empty slice is a second without responses.
     /// Call [`seal`](Self::seal) first, or the live second is missing.
     pub fn encoded(&self) -> &[Vec<u8>] {

@@ -5,10 +5,12 @@
 
 mod from_results;
 mod hey;
+mod html;
 mod run;
 mod summary;
 
 pub use from_results::{render_text, run_info, summary_of};
 pub use hey::render_hey;
+pub use html::render_html;
 pub use run::render_run;
 pub use summary::{ArrivalSummary, PhaseSummary, PlannedArrivals, RunInfo, Summary, TagSummary};

@@ -109,6 +109,35 @@ pub fn unix_ns(at: SystemTime) -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
+/// `2026-11-23T08:47:40Z`-style parts of a Unix time, UTC (days-to-civil, Howard Hinnant).
+pub fn utc_parts(unix_s: u64) -> (i64, u32, u32, u32, u32, u32) {
+    let days = (unix_s / 86_400) as i64;
+    let rem = unix_s % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (
+        year,
+        month,
+        day,
+        (rem / 3600) as u32,
+        (rem % 3600 / 60) as u32,
+        (rem % 60) as u32,
+    )
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` of a Unix time in nanoseconds.
+pub fn utc_text(unix_ns: u64) -> String {
+    let (y, mo, d, h, mi, s) = utc_parts(unix_ns / 1_000_000_000);
+    format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02} UTC")
+}
+
 /// One run's results, in memory.
 #[derive(Debug, Clone)]
 pub struct ResultsFile {
