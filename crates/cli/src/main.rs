@@ -1,5 +1,7 @@
 //! The `barrage` binary: parses the command line and wires script/plan, engine, and reports.
 
+mod compare_cmd;
+mod history;
 mod overrides;
 mod quick;
 mod record;
@@ -41,6 +43,23 @@ enum Command {
     Report(results_cmd::ReportArgs),
     /// Merge results files of the same plan (e.g. from several machines) into one, exactly
     Merge(results_cmd::MergeArgs),
+    /// List recorded runs
+    History(HistoryArgs),
+    /// Compare runs (history ids or results files), baseline first: per-tag deltas and bands
+    Compare(compare_cmd::CompareArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct HistoryArgs {
+    /// Show the last N runs
+    #[arg(long, default_value_t = 20)]
+    last: usize,
+    /// Only runs of this script (file name or path) or test name
+    #[arg(long)]
+    script: Option<String>,
+    /// The history database (default: $XDG_DATA_HOME/barrage/history.db)
+    #[arg(long, value_name = "PATH")]
+    history: Option<PathBuf>,
 }
 
 /// Overrides for trying a big definition on a small machine.
@@ -188,6 +207,17 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             print_out(&results_cmd::report_command(&args)?)?;
             Ok(exit::OK)
         }
+        Command::Compare(args) => compare_cmd::compare_command(&args),
+        Command::History(args) => {
+            let db = history::path(args.history.as_deref())?;
+            let conn = history::open(&db)?;
+            print_out(&history::render(&history::list(
+                &conn,
+                args.last,
+                args.script.as_deref(),
+            )?))?;
+            Ok(exit::OK)
+        }
         Command::Merge(args) => {
             print_out(&results_cmd::merge_command(&args)?)?;
             Ok(exit::OK)
@@ -305,7 +335,7 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error worth a stack of messages.
-fn print_out(text: &str) -> anyhow::Result<()> {
+pub(crate) fn print_out(text: &str) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())

@@ -2,6 +2,7 @@
 //! `./barrage-results/NAME-TIMESTAMP.brr`), the optional HTML report, and its row in the
 //! history database — the flags that steer them and the code that writes them.
 
+use crate::history;
 use crate::runner::Finished;
 use anyhow::Context;
 use barrage_results::utc_parts;
@@ -23,6 +24,12 @@ pub struct RecordArgs {
     /// Also write the self-contained HTML report here
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
+    /// The run history database (default: $XDG_DATA_HOME/barrage/history.db)
+    #[arg(long, value_name = "PATH", conflicts_with = "no_history")]
+    pub history: Option<PathBuf>,
+    /// Do not record the run in the history database
+    #[arg(long)]
+    pub no_history: bool,
 }
 
 /// A run's name made safe for a file name.
@@ -86,6 +93,22 @@ pub fn keep(args: &RecordArgs, finished: &Finished) -> anyhow::Result<()> {
     if let Some(html) = &args.html {
         let page = barrage_report::render_html(&finished.results, &finished.summary);
         std::fs::write(html, page).with_context(|| format!("writing {}", html.display()))?;
+    }
+    if !args.no_history {
+        // The run is done and its files written: a history problem is worth a warning, not a
+        // failed run.
+        let recorded = history::path(args.history.as_deref()).and_then(|db| {
+            history::record(
+                &db,
+                &finished.results,
+                &finished.summary,
+                results_path.as_deref(),
+            )
+            .with_context(|| format!("recording the run in {}", db.display()))
+        });
+        if let Err(e) = recorded {
+            eprintln!("warning: {e:#} (--no-history skips the history)");
+        }
     }
     if let Some(path) = &results_path {
         if std::io::stderr().is_terminal() {

@@ -24,5 +24,7 @@ pub mod exit {
     pub const OK: i32 = 0;
     pub const RUNTIME: i32 = 1;
     pub const USAGE: i32 = 2;
+    /// `barrage compare --fail-on`: a figure regressed past a rule.
+    pub const REGRESSION: i32 = 3;
     pub const INTERRUPTED_TWICE: i32 = 130;
 }

@@ -1,6 +1,8 @@
 //! End-to-end tests of the `barrage` binary: `quick` against the bundled target (run as a
 //! separate `barrage target` process), usage errors, output formats, `demo`, and Ctrl-C.
 
+#[path = "cli/history_compare.rs"]
+mod history_compare;
 #[path = "cli/report_html.rs"]
 mod report_html;
 #[path = "cli/results.rs"]

@@ -2,10 +2,12 @@
 //! lines of inline script for the tag selector) — no network, readable on a laptop, printable.
 
 mod charts;
+mod compare;
 mod tables;
 mod timeline;
 
 pub use charts::{Axis, Chart, Line, PALETTE};
+pub use compare::{render_compare_html, ComparedRun};
 
 use crate::Summary;
 use barrage_results::ResultsFile;
@@ -95,8 +97,8 @@ fn latency_chart(results: &ResultsFile, title: &str, tags: &[usize]) -> String {
     )
 }
 
-/// The run's verdict: failed checks/asserts, thresholds or self-check fail it.
-fn verdict(results: &ResultsFile, summary: &Summary) -> (&'static str, &'static str) {
+/// Whether the run passed: a failed check or assert, threshold, or self-check fails it.
+pub fn passed(results: &ResultsFile, summary: &Summary) -> bool {
     let failed = summary.checks.iter().any(|c| c.failed > 0)
         || results
             .thresholds
@@ -106,7 +108,12 @@ fn verdict(results: &ResultsFile, summary: &Summary) -> (&'static str, &'static 
             .self_check
             .as_ref()
             .is_some_and(tables::reports_failure);
-    if failed {
+    !failed
+}
+
+/// The run's verdict word and CSS class.
+fn verdict(results: &ResultsFile, summary: &Summary) -> (&'static str, &'static str) {
+    if !passed(results, summary) {
         ("FAIL", "fail")
     } else if summary.interrupted {
         ("INTERRUPTED", "interrupted")
