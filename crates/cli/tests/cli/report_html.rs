@@ -29,6 +29,8 @@ fn html_report_draws_its_charts_in_headless_chromium() {
         eprintln!("SKIPPED html_report_draws_its_charts_in_headless_chromium: no chromium on this machine");
         return;
     };
+    // Chromium's start-up takes the CPU for a while: not alongside timing-sensitive tests.
+    let _heavy = heavy_lock();
     let target = Target::start();
     let script = two_tag_script(&target, 2);
     let html = scratch_file("report.html", b"");

@@ -35,6 +35,7 @@ fn read_json(p: &Path) -> Value {
 
 #[test]
 fn run_writes_results_and_report_re_renders_the_same_bytes() {
+    let _heavy = heavy_lock();
     let target = Target::start();
     let script = two_tag_script(&target, 1);
     let results = scratch_file("run.brr", b"");
