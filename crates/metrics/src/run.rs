@@ -119,6 +119,13 @@ impl TagMetrics {
     }
 
     pub fn merge(&mut self, other: &TagMetrics) {
+        self.merge_totals(other);
+        self.latency_by_second.merge(&other.latency_by_second);
+    }
+
+    /// Merges everything but the per-second latency histograms (whose merge decodes and
+    /// re-encodes every second): what reports of all tags together need.
+    pub fn merge_totals(&mut self, other: &TagMetrics) {
         self.latency.merge(&other.latency);
         self.connect.merge(&other.connect);
         self.write.merge(&other.write);
@@ -133,7 +140,6 @@ impl TagMetrics {
         self.body_bytes += other.body_bytes;
         self.extraction_failures += other.extraction_failures;
         self.series.merge(&other.series);
-        self.latency_by_second.merge(&other.latency_by_second);
     }
 }
 
@@ -314,11 +320,12 @@ impl RunMetrics {
         total
     }
 
-    /// All tags merged into one.
+    /// All tags merged into one, without per-second latency histograms (left empty: merge
+    /// the tags' seconds where an all-tags figure per second is needed).
     pub fn total(&self) -> TagMetrics {
         let mut total = TagMetrics::default();
         for tag in &self.tags {
-            total.merge(tag);
+            total.merge_totals(tag);
         }
         total
     }
