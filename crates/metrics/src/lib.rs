@@ -17,8 +17,8 @@ pub use latency::{
     STANDARD_PERCENTILES,
 };
 pub use run::{
-    CheckCounts, PhaseTimings, ResponseRecord, RunMetrics, SessionCounters, StatusCounts,
-    TagMetrics,
+    CheckCounts, PhaseTimings, ResponseRecord, RunMetrics, SessionCounters, SessionSecond,
+    StatusCounts, TagMetrics,
 };
 pub use second_latency::SecondLatency;
 pub use series::{SecondBucket, Series};

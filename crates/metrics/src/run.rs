@@ -182,6 +182,16 @@ impl SessionCounters {
     }
 }
 
+/// Sessions (iterations) started, and arrivals dropped, during one second of the run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SessionSecond {
+    pub started: u64,
+    pub dropped: u64,
+}
+
+/// Bounds the per-second session counts to a day, like the other series.
+const MAX_SESSION_SECONDS: u64 = 86_400;
+
 /// Pass/fail counts of one check (or assert) of the plan.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CheckCounts {
@@ -212,6 +222,8 @@ pub struct RunMetrics {
     /// One entry per check of the plan, in plan order (sessions in order, steps depth-first);
     /// the engine refers to them by index.
     pub checks: Vec<CheckCounts>,
+    /// Sessions started and arrivals dropped, second by second (the achieved arrival rate).
+    pub sessions_per_second: Vec<SessionSecond>,
 }
 
 impl RunMetrics {
@@ -232,6 +244,29 @@ impl RunMetrics {
             .map(|(name, fatal)| CheckCounts::new(name, fatal))
             .collect();
         self
+    }
+
+    fn session_second(&mut self, second: u64) -> &mut SessionSecond {
+        let index = second.min(MAX_SESSION_SECONDS) as usize;
+        if self.sessions_per_second.len() <= index {
+            self.sessions_per_second
+                .resize(index + 1, SessionSecond::default());
+        }
+        &mut self.sessions_per_second[index]
+    }
+
+    /// Counts a session (or iteration) that started in `second`.
+    #[inline]
+    pub fn record_session_start(&mut self, second: u64) {
+        self.sessions.started += 1;
+        self.session_second(second).started += 1;
+    }
+
+    /// Counts an arrival dropped in `second` (the client limit was reached).
+    #[inline]
+    pub fn record_session_dropped(&mut self, second: u64) {
+        self.sessions.dropped += 1;
+        self.session_second(second).dropped += 1;
     }
 
     /// Counts one evaluation of check `index`.
@@ -298,6 +333,18 @@ impl RunMetrics {
             mine.merge(theirs);
         }
         self.sessions.merge(&other.sessions);
+        if self.sessions_per_second.len() < other.sessions_per_second.len() {
+            self.sessions_per_second
+                .resize(other.sessions_per_second.len(), SessionSecond::default());
+        }
+        for (mine, theirs) in self
+            .sessions_per_second
+            .iter_mut()
+            .zip(&other.sessions_per_second)
+        {
+            mine.started += theirs.started;
+            mine.dropped += theirs.dropped;
+        }
         self.connections_opened += other.connections_opened;
         // Checks are aligned by index like tags; a longer `other` brings its names along.
         for (i, theirs) in other.checks.iter().enumerate() {
@@ -410,7 +457,26 @@ mod tests {
         two.record_extraction_failure(0);
         one.sessions.failed = 2;
         two.sessions.failed = 3;
+        one.record_session_start(0);
+        two.record_session_start(2);
+        two.record_session_dropped(2);
         one.merge(&two);
+        assert_eq!(one.sessions.started, 2);
+        assert_eq!(one.sessions.dropped, 1);
+        assert_eq!(
+            one.sessions_per_second,
+            vec![
+                SessionSecond {
+                    started: 1,
+                    dropped: 0
+                },
+                SessionSecond::default(),
+                SessionSecond {
+                    started: 1,
+                    dropped: 1
+                }
+            ]
+        );
         assert_eq!(
             one.checks,
             vec![

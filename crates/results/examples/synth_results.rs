@@ -41,7 +41,7 @@ fn main() {
             state ^= state >> 7;
             state ^= state << 17;
             let u = (state >> 11) as f64 / (1u64 << 53) as f64;
-            let tail = if state % 1000 == 0 { 40.0 } else { 1.0 };
+            let tail = if state.is_multiple_of(1000) { 40.0 } else { 1.0 };
             let micros = (1_500.0 + 1_000.0 * (-u.max(1e-12).ln()) * tail) as u64;
             let share = &mut shares[(i % workers) as usize];
             let tag = (i % tags) as usize;
@@ -59,12 +59,13 @@ fn main() {
                     wait: Duration::from_micros(micros.saturating_sub(20)),
                     read: Duration::from_micros(12),
                 },
-                status: if state % 97 == 0 { 503 } else { 200 },
+                status: if state.is_multiple_of(97) { 503 } else { 200 },
                 bytes_sent: 60,
                 bytes_received: 180,
                 body_bytes: 40,
             });
             share.record_check(0, true);
+            share.record_session_start(second);
         }
     }
     let recorded = started.elapsed();

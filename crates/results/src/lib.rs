@@ -3,7 +3,8 @@
 //!
 //! Layout (docs/results-format.md): magic `BRRESULT`, a format version, then checksummed
 //! sections — META (JSON run metadata), TOTL (per-tag HDR histograms and counters), SERI
-//! (per-tag, per-second counters and HDR histograms), CHKS (checks, JSON) and the optional
+//! (per-tag, per-second counters and HDR histograms), CHKS (checks, JSON), SESS (sessions
+//! started and dropped per second) and the optional
 //! THRS (thresholds) and SELF (generator self-check), JSON written by the features that own
 //! them. Readers skip sections they do not know. Histograms use HdrHistogram's V2 + DEFLATE
 //! encoding, so the size grows with the run's duration and tags, not with its request count.
@@ -153,6 +154,7 @@ const META: [u8; 4] = *b"META";
 const TOTALS: [u8; 4] = *b"TOTL";
 const SERIES: [u8; 4] = *b"SERI";
 const CHECKS: [u8; 4] = *b"CHKS";
+const SESSIONS: [u8; 4] = *b"SESS";
 const THRESHOLDS: [u8; 4] = *b"THRS";
 const SELF_CHECK: [u8; 4] = *b"SELF";
 
@@ -170,6 +172,7 @@ impl ResultsFile {
             (TOTALS, metrics_codec::encode_totals(&self.metrics)),
             (SERIES, metrics_codec::encode_series(&self.metrics)),
             (CHECKS, json(&self.metrics.checks)),
+            (SESSIONS, metrics_codec::encode_sessions(&self.metrics)),
         ];
         if let Some(t) = &self.thresholds {
             sections.push((THRESHOLDS, json(t)));
@@ -183,6 +186,7 @@ impl ResultsFile {
     pub fn from_bytes(data: &[u8]) -> Result<Self, ResultsError> {
         let mut meta = None;
         let mut metrics = RunMetrics::default();
+        let mut sessions = RunMetrics::default();
         let (mut totals, mut series, mut checks) = (false, None, None);
         let mut thresholds = None;
         let mut self_check = None;
@@ -200,6 +204,8 @@ impl ResultsFile {
                     totals = true;
                 }
                 SERIES => series = Some(section.payload),
+                SESSIONS => metrics_codec::decode_sessions(section.payload, &mut sessions)
+                    .map_err(|e| corrupt("SESS", e))?,
                 CHECKS => {
                     checks = Some(
                         serde_json::from_slice::<Vec<CheckCounts>>(section.payload)
@@ -226,6 +232,7 @@ impl ResultsFile {
         let series = series.ok_or(ResultsError::Missing("SERI"))?;
         metrics_codec::decode_series(series, &mut metrics).map_err(|e| corrupt("SERI", e))?;
         metrics.checks = checks.ok_or(ResultsError::Missing("CHKS"))?;
+        metrics.sessions_per_second = sessions.sessions_per_second;
         if meta.tags.len() != metrics.tags.len() {
             return Err(corrupt(
                 "META",

@@ -3,7 +3,7 @@
 
 use crate::codec::{DecodeResult, Decoder, Encoder};
 use barrage_metrics::{
-    ErrorKind, LatencyHistogram, RunMetrics, SecondBucket, SecondLatency, TagMetrics,
+    ErrorKind, LatencyHistogram, RunMetrics, SecondBucket, SecondLatency, SessionSecond, TagMetrics,
 };
 
 fn histogram(e: &mut Encoder, h: &LatencyHistogram, scratch: &mut Vec<u8>) {
@@ -195,5 +195,30 @@ pub fn decode_series(payload: &[u8], metrics: &mut RunMetrics) -> DecodeResult<(
         tag.latency_by_second =
             SecondLatency::from_encoded(histograms).map_err(|e| e.to_string())?;
     }
+    d.finish()
+}
+
+pub fn encode_sessions(metrics: &RunMetrics) -> Vec<u8> {
+    let mut e = Encoder::default();
+    e.varint(metrics.sessions_per_second.len() as u64);
+    for s in &metrics.sessions_per_second {
+        e.varint(s.started);
+        e.varint(s.dropped);
+    }
+    e.bytes
+}
+
+/// Reads SESS (optional: files without it have no per-second session counts).
+pub fn decode_sessions(payload: &[u8], metrics: &mut RunMetrics) -> DecodeResult<()> {
+    let mut d = Decoder::new(payload);
+    let seconds = d.count()?;
+    metrics.sessions_per_second = (0..seconds)
+        .map(|_| {
+            Ok(SessionSecond {
+                started: d.varint()?,
+                dropped: d.varint()?,
+            })
+        })
+        .collect::<DecodeResult<_>>()?;
     d.finish()
 }

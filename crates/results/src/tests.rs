@@ -69,7 +69,10 @@ fn sample(requests: u64, per_second: u64) -> ResultsFile {
         record(&mut metrics, i, per_second);
     }
     metrics.record_check(0, true);
-    metrics.sessions.started = 5;
+    for second in 0..5 {
+        metrics.record_session_start(second);
+    }
+    metrics.record_session_dropped(3);
     ResultsFile {
         meta: meta(2),
         metrics,
@@ -88,6 +91,11 @@ fn a_file_reads_back_to_the_same_bytes_and_figures() {
     assert_eq!(back.thresholds, file.thresholds);
     assert_eq!(back.self_check, None);
     assert_eq!(back.metrics.checks, file.metrics.checks);
+    assert_eq!(back.metrics.sessions, file.metrics.sessions);
+    assert_eq!(
+        back.metrics.sessions_per_second,
+        file.metrics.sessions_per_second
+    );
     for (b, f) in back.metrics.tags.iter().zip(&file.metrics.tags) {
         assert_eq!(b.latency, f.latency);
         assert_eq!(b.series, f.series);
@@ -125,6 +133,10 @@ fn merging_two_halves_equals_the_whole_run_exactly() {
         metrics_codec::encode_series(&whole.metrics)
     );
     assert_eq!(merged.metrics.checks, whole.metrics.checks);
+    assert_eq!(
+        merged.metrics.sessions_per_second,
+        whole.metrics.sessions_per_second
+    );
     assert_eq!(
         merged.metrics.tags[0].latency.count(),
         whole.metrics.tags[0].latency.count()

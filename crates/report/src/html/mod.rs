@@ -234,13 +234,18 @@ pub fn render_html(results: &ResultsFile, summary: &Summary) -> String {
             dashed: true,
             ..line("planned arrivals/s", PALETTE[4], planned)
         }];
-        if let Some(a) = &summary.arrivals {
-            let end = summary.total_s.max(1.0);
-            lines.push(line(
-                "achieved arrivals/s (run average)",
-                PALETTE[2],
-                vec![(0.0, a.achieved_per_second), (end, a.achieved_per_second)],
-            ));
+        let achieved = &results.metrics.sessions_per_second;
+        if !achieved.is_empty() {
+            let w = timeline::window(achieved.len());
+            let points = achieved
+                .chunks(w)
+                .enumerate()
+                .map(|(i, chunk)| {
+                    let sum: u64 = chunk.iter().map(|s| s.started + s.dropped).sum();
+                    ((i * w) as f64, sum as f64 / chunk.len() as f64)
+                })
+                .collect();
+            lines.push(line("achieved arrivals/s", PALETTE[2], points));
         }
         let chart = time_chart("Arrival rate: planned and achieved", "arrivals/s", lines);
         let _ = write!(body, r#"<div class="card">{chart}</div>"#);

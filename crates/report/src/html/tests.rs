@@ -21,7 +21,9 @@ pub(crate) fn sample_results() -> ResultsFile {
     }
     metrics.record_error(1, 4, ErrorKind::Timeout, 40);
     metrics.record_check(0, true);
-    metrics.sessions.started = 1_500;
+    for i in 0..1_500u64 {
+        metrics.record_session_start(i / 150);
+    }
     let meta = RunMeta {
         command: "run".into(),
         name: "checkout <flow>".into(),
