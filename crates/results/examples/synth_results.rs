@@ -41,7 +41,11 @@ fn main() {
             state ^= state >> 7;
             state ^= state << 17;
             let u = (state >> 11) as f64 / (1u64 << 53) as f64;
-            let tail = if state.is_multiple_of(1000) { 40.0 } else { 1.0 };
+            let tail = if state.is_multiple_of(1000) {
+                40.0
+            } else {
+                1.0
+            };
             let micros = (1_500.0 + 1_000.0 * (-u.max(1e-12).ln()) * tail) as u64;
             let share = &mut shares[(i % workers) as usize];
             let tag = (i % tags) as usize;

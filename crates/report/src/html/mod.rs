@@ -82,9 +82,8 @@ fn line(name: &str, color: &'static str, points: Vec<(f64, f64)>) -> Line {
     }
 }
 
-/// Latency percentile lines over time for a set of tags.
-fn latency_chart(results: &ResultsFile, title: &str, tags: &[usize]) -> String {
-    let l = timeline::latency_lines(&results.metrics, tags);
+/// Latency percentile lines over time.
+fn latency_chart(title: &str, l: timeline::LatencyLines) -> String {
     time_chart(
         title,
         "latency (ms)",
@@ -196,7 +195,7 @@ pub fn render_html(results: &ResultsFile, summary: &Summary) -> String {
     );
     let _ = write!(body, r#"<div class="card">{rates}</div>"#);
 
-    let all: Vec<usize> = (0..results.metrics.tags.len()).collect();
+    let (all_lines, tag_lines) = timeline::latency_lines(&results.metrics);
     body.push_str(r#"<div class="card"><div class="controls"><label>Latency of <select id="latency-tag"><option value="all">all tags</option>"#);
     for (i, name) in meta.tags.iter().enumerate() {
         let _ = write!(body, r#"<option value="{i}">{}</option>"#, escape(name));
@@ -205,16 +204,14 @@ pub fn render_html(results: &ResultsFile, summary: &Summary) -> String {
     let _ = write!(
         body,
         r#"<div class="latency-tag" data-tag="all">{}</div>"#,
-        latency_chart(results, "Latency over time, all tags", &all)
+        latency_chart("Latency over time, all tags", all_lines)
     );
-    if meta.tags.len() > 1 {
-        for (i, name) in meta.tags.iter().enumerate() {
-            let _ = write!(
-                body,
-                r#"<div class="latency-tag" data-tag="{i}" hidden>{}</div>"#,
-                latency_chart(results, &format!("Latency over time, {name}"), &[i])
-            );
-        }
+    for ((i, name), lines) in meta.tags.iter().enumerate().zip(tag_lines) {
+        let _ = write!(
+            body,
+            r#"<div class="latency-tag" data-tag="{i}" hidden>{}</div>"#,
+            latency_chart(&format!("Latency over time, {name}"), lines)
+        );
     }
     body.push_str(r#"<p class="note">Percentiles per time window come from that window's merged histograms, never from averaged percentiles; latency counts from each request's intended start.</p></div>"#);
 

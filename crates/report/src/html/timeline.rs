@@ -49,37 +49,63 @@ pub struct LatencyLines {
     pub max: Vec<(f64, f64)>,
 }
 
-/// Percentile lines of the given tags together (their histograms merged per window).
-pub fn latency_lines(metrics: &RunMetrics, tags: &[usize]) -> LatencyLines {
-    let seconds = tags
+impl LatencyLines {
+    fn push(&mut self, x: f64, h: &LatencyHistogram) {
+        if h.is_empty() {
+            return;
+        }
+        let ms = |us: u64| us as f64 / 1e3;
+        self.p50.push((x, ms(h.percentile_micros(50.0))));
+        self.p90.push((x, ms(h.percentile_micros(90.0))));
+        self.p99.push((x, ms(h.percentile_micros(99.0))));
+        self.max.push((x, ms(h.max_micros())));
+    }
+}
+
+/// Percentile lines of all tags together and of each tag (only when there are several),
+/// decoding each tag-second once.
+pub fn latency_lines(metrics: &RunMetrics) -> (LatencyLines, Vec<LatencyLines>) {
+    let tags = metrics.tags.len();
+    let per_tag_wanted = tags > 1;
+    let seconds = metrics
+        .tags
         .iter()
-        .map(|&t| metrics.tags[t].latency_by_second.len())
+        .map(|t| t.latency_by_second.len())
         .max()
         .unwrap_or(0);
     let w = window(seconds);
-    let mut lines = LatencyLines::default();
-    let mut merged = LatencyHistogram::new();
+    let mut all_lines = LatencyLines::default();
+    let mut tag_lines: Vec<LatencyLines> = (0..tags)
+        .filter(|_| per_tag_wanted)
+        .map(|_| LatencyLines::default())
+        .collect();
+    let mut all = LatencyHistogram::new();
+    let mut tag_window = LatencyHistogram::new();
     for start in (0..seconds).step_by(w) {
-        merged.reset();
-        for &t in tags {
-            let series = &metrics.tags[t].latency_by_second;
-            for second in start..(start + w).min(series.len()) {
-                if let Some(h) = series.decoded_if_any(second as u64) {
-                    merged.merge(&h);
+        all.reset();
+        let x = start as f64;
+        for (t, tag) in metrics.tags.iter().enumerate() {
+            tag_window.reset();
+            let end = (start + w).min(tag.latency_by_second.len());
+            for second in start..end {
+                if let Some(h) = tag.latency_by_second.decoded_if_any(second as u64) {
+                    all.merge(&h);
+                    if per_tag_wanted {
+                        if w == 1 {
+                            tag_lines[t].push(x, &h);
+                        } else {
+                            tag_window.merge(&h);
+                        }
+                    }
                 }
             }
+            if per_tag_wanted && w > 1 {
+                tag_lines[t].push(x, &tag_window);
+            }
         }
-        if merged.is_empty() {
-            continue;
-        }
-        let x = start as f64;
-        let ms = |us: u64| us as f64 / 1e3;
-        lines.p50.push((x, ms(merged.percentile_micros(50.0))));
-        lines.p90.push((x, ms(merged.percentile_micros(90.0))));
-        lines.p99.push((x, ms(merged.percentile_micros(99.0))));
-        lines.max.push((x, ms(merged.max_micros())));
+        all_lines.push(x, &all);
     }
-    lines
+    (all_lines, tag_lines)
 }
 
 /// The planned arrival rate per second of an open workload, from the plan's phases.
@@ -187,6 +213,39 @@ mod tests {
         assert!((last.0 - 3.0).abs() < 1e-9);
         let bins = log_bins(&h, 20);
         assert_eq!(bins.iter().map(|b| b.2).sum::<u64>(), 1000);
+    }
+
+    #[test]
+    fn window_percentiles_come_from_merged_histograms() {
+        let mut metrics = RunMetrics::new(2);
+        let mut by_hand = [LatencyHistogram::new(), LatencyHistogram::new()];
+        for i in 0..4_000u64 {
+            let micros = if i % 2 == 0 { 100 + i % 50 } else { 5_000 + i };
+            metrics.record_response(&barrage_metrics::ResponseRecord {
+                tag: (i % 2) as usize,
+                second: i / 2_000,
+                latency: Duration::from_micros(micros),
+                phases: Default::default(),
+                status: 200,
+                bytes_sent: 1,
+                bytes_received: 1,
+                body_bytes: 0,
+            });
+            by_hand[(i / 2_000) as usize].record_micros(micros);
+        }
+        let (all, tags) = latency_lines(&metrics);
+        assert_eq!(all.p50.len(), 2);
+        for (second, h) in by_hand.iter().enumerate() {
+            assert_eq!(all.p90[second].1, h.percentile_micros(90.0) as f64 / 1e3);
+            assert_eq!(all.max[second].1, h.max_micros() as f64 / 1e3);
+        }
+        // Tag 0 alone is fast: its p99 is far below the merged one's.
+        assert!(
+            tags[0].p99[0].1 < 1.0 && all.p99[0].1 > 5.0,
+            "{:?} {:?}",
+            tags[0].p99,
+            all.p99
+        );
     }
 
     #[test]
