@@ -164,8 +164,7 @@ impl SecondLatency {
     }
 }
 
-/// HdrHistogram's cookie of a DEFLATE-compressed V2 histogram (big-endian).
-const COMPRESSED_V2_COOKIE: [u8; 4] = 0x1c84_9314u32.to_be_bytes();
+const COMPRESSED_V2_COOKIE: [u8; 4] = crate::latency::V2_COMPRESSED_COOKIE.to_be_bytes();
 
 /// Decodes bytes this type encoded itself, or that passed `from_encoded`'s checks; bytes that
 /// still do not decode (only a crafted file gets here) read as an empty second.
