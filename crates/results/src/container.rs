@@ -30,12 +30,23 @@ pub fn write(sections: &[([u8; 4], Vec<u8>)]) -> Vec<u8> {
     out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     out.extend_from_slice(&0u16.to_le_bytes()); // flags, none defined
     for (kind, payload) in sections.iter().chain(std::iter::once(&(END, Vec::new()))) {
+        let len = (payload.len() as u64).to_le_bytes();
         out.extend_from_slice(kind);
-        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+        out.extend_from_slice(&len);
+        out.extend_from_slice(&checksum(kind, &len, payload).to_le_bytes());
         out.extend_from_slice(payload);
     }
     out
+}
+
+/// CRC-32 of a section's kind, length and payload: a flipped bit in the kind of an optional
+/// section must not turn it into an unknown (skipped) one.
+fn checksum(kind: &[u8], len: &[u8], payload: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(kind);
+    hasher.update(len);
+    hasher.update(payload);
+    hasher.finalize()
 }
 
 pub fn kind_name(kind: &[u8; 4]) -> String {
@@ -76,7 +87,7 @@ pub fn read(data: &[u8]) -> Result<Vec<Section<'_>>, ResultsError> {
         }
         let payload = &data[at..at + len as usize];
         at += len as usize;
-        if crc32fast::hash(payload) != crc {
+        if checksum(&header[..4], &header[4..12], payload) != crc {
             return Err(ResultsError::Corrupt {
                 section: kind_name(&kind),
                 reason: "checksum mismatch".into(),
