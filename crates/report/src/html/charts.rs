@@ -178,7 +178,11 @@ impl Chart {
         for (t, label) in ticks(self.x_axis, x0, x1) {
             let x = LEFT + (t - x0) / (x1 - x0) * plot_w;
             // A label at the right edge ends there instead of running off the chart.
-            let anchor = if x > WIDTH - RIGHT - 24.0 { "end" } else { "middle" };
+            let anchor = if x > WIDTH - RIGHT - 24.0 {
+                "end"
+            } else {
+                "middle"
+            };
             let _ = write!(
                 svg,
                 r#"<line class="grid" x1="{x:.1}" x2="{x:.1}" y1="{TOP}" y2="{:.1}"/><text class="tick" x="{x:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
