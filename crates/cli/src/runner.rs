@@ -51,6 +51,7 @@ pub fn execute(plan: &Plan, show_progress: bool, context: &RunContext) -> anyhow
             })?
     };
     let progress = show_progress.then(|| Progress::new(plan.workload.duration()));
+    let mut active = ActiveSamples::new();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -62,8 +63,10 @@ pub fn execute(plan: &Plan, show_progress: bool, context: &RunContext) -> anyhow
             tokio::select! {
                 _ = &mut done => break,
                 _ = ticker.tick() => {
+                    let live = control.live.snapshot();
+                    active.sample(live.active_clients);
                     if let Some(p) = &progress {
-                        p.update(control.live.snapshot());
+                        p.update(live);
                     }
                 }
                 signal = tokio::signal::ctrl_c() => {
@@ -87,6 +90,7 @@ pub fn execute(plan: &Plan, show_progress: bool, context: &RunContext) -> anyhow
     let outcome = engine
         .join()
         .map_err(|_| anyhow::anyhow!("the engine thread panicked"))??;
+    let active_clients = active.per_second;
     let started_at_unix_ns = unix_ns(outcome.started_at);
     let elapsed_ns = outcome.elapsed.as_nanos() as u64;
     let meta = RunMeta {
@@ -128,10 +132,38 @@ pub fn execute(plan: &Plan, show_progress: bool, context: &RunContext) -> anyhow
         metrics,
         thresholds: None,
         self_check: None,
+        active_clients: Some(active_clients),
     };
     // The started-at instant goes through whole nanoseconds, exactly as the file stores it.
     let summary = barrage_report::summary_of(&results);
     Ok(Finished { summary, results })
+}
+
+/// Active clients sampled at every progress tick (4 per second), kept as the peak per second:
+/// the engine's per-worker single-writer counters summed at one instant.
+struct ActiveSamples {
+    started: Instant,
+    per_second: Vec<u64>,
+}
+
+impl ActiveSamples {
+    /// A day of seconds at most, like the other series.
+    const MAX_SECONDS: usize = 86_400;
+
+    fn new() -> Self {
+        Self {
+            started: Instant::now(),
+            per_second: Vec::new(),
+        }
+    }
+
+    fn sample(&mut self, active: u64) {
+        let second = (self.started.elapsed().as_secs() as usize).min(Self::MAX_SECONDS);
+        if self.per_second.len() <= second {
+            self.per_second.resize(second + 1, 0);
+        }
+        self.per_second[second] = self.per_second[second].max(active);
+    }
 }
 
 /// The live progress line: elapsed (of planned), requests, current rate, errors, clients.

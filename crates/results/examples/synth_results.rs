@@ -107,6 +107,7 @@ fn main() {
         metrics,
         thresholds: None,
         self_check: None,
+        active_clients: None,
     };
     let write_started = Instant::now();
     file.write(std::path::Path::new(&out))

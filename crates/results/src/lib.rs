@@ -148,6 +148,9 @@ pub struct ResultsFile {
     pub thresholds: Option<serde_json::Value>,
     /// The load generator's self-check figures and verdict (SELF).
     pub self_check: Option<serde_json::Value>,
+    /// Clients (VUs) active, per second since the run started: the peak of the controller's
+    /// samples in that second (ACTV; sampled, so a sub-second burst can be missed).
+    pub active_clients: Option<Vec<u64>>,
 }
 
 const META: [u8; 4] = *b"META";
@@ -157,6 +160,7 @@ const CHECKS: [u8; 4] = *b"CHKS";
 const SESSIONS: [u8; 4] = *b"SESS";
 const THRESHOLDS: [u8; 4] = *b"THRS";
 const SELF_CHECK: [u8; 4] = *b"SELF";
+const ACTIVE: [u8; 4] = *b"ACTV";
 
 fn corrupt(section: &str, reason: impl std::fmt::Display) -> ResultsError {
     ResultsError::Corrupt {
@@ -180,6 +184,9 @@ impl ResultsFile {
         if let Some(s) = &self.self_check {
             sections.push((SELF_CHECK, json(s)));
         }
+        if let Some(active) = &self.active_clients {
+            sections.push((ACTIVE, metrics_codec::encode_counts(active)));
+        }
         container::write(&sections)
     }
 
@@ -190,6 +197,7 @@ impl ResultsFile {
         let (mut totals, mut series, mut checks) = (false, None, None);
         let mut thresholds = None;
         let mut self_check = None;
+        let mut active_clients = None;
         for section in container::read(data)? {
             match section.kind {
                 META => {
@@ -222,6 +230,12 @@ impl ResultsFile {
                         serde_json::from_slice(section.payload).map_err(|e| corrupt("SELF", e))?,
                     )
                 }
+                ACTIVE => {
+                    active_clients = Some(
+                        metrics_codec::decode_counts(section.payload)
+                            .map_err(|e| corrupt("ACTV", e))?,
+                    )
+                }
                 _ => {} // a later version's section: skipped
             }
         }
@@ -248,6 +262,7 @@ impl ResultsFile {
             metrics,
             thresholds,
             self_check,
+            active_clients,
         })
     }
 

@@ -6,7 +6,8 @@ use crate::{ResultsError, ResultsFile};
 
 /// Merges `parts` (named by `names`, recorded in the result). The metadata is the first
 /// part's, with the time span covering all parts, threads added, and interrupted if any was.
-/// Thresholds and self-check verdicts belong to single runs, so the result has none.
+/// Thresholds and self-check verdicts belong to single runs, and sampled active clients of
+/// different machines do not add up exactly, so the result has none of them.
 pub fn merge(parts: &[ResultsFile], names: &[String]) -> Result<ResultsFile, ResultsError> {
     let (first, rest) = parts
         .split_first()
@@ -16,6 +17,8 @@ pub fn merge(parts: &[ResultsFile], names: &[String]) -> Result<ResultsFile, Res
         metrics: first.metrics.clone(),
         thresholds: None,
         self_check: None,
+        // Samples of different machines were not taken at the same instants.
+        active_clients: None,
     };
     for (i, part) in rest.iter().enumerate() {
         if part.meta.tags != first.meta.tags {

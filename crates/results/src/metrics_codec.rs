@@ -222,3 +222,21 @@ pub fn decode_sessions(payload: &[u8], metrics: &mut RunMetrics) -> DecodeResult
         .collect::<DecodeResult<_>>()?;
     d.finish()
 }
+
+/// A list of counts (ACTV): n, then n varints.
+pub fn encode_counts(counts: &[u64]) -> Vec<u8> {
+    let mut e = Encoder::default();
+    e.varint(counts.len() as u64);
+    for &n in counts {
+        e.varint(n);
+    }
+    e.bytes
+}
+
+pub fn decode_counts(payload: &[u8]) -> DecodeResult<Vec<u64>> {
+    let mut d = Decoder::new(payload);
+    let n = d.count()?;
+    let counts = (0..n).map(|_| d.varint()).collect::<DecodeResult<_>>()?;
+    d.finish()?;
+    Ok(counts)
+}

@@ -78,6 +78,7 @@ fn sample(requests: u64, per_second: u64) -> ResultsFile {
         metrics,
         thresholds: None,
         self_check: None,
+        active_clients: None,
     }
 }
 
@@ -85,11 +86,13 @@ fn sample(requests: u64, per_second: u64) -> ResultsFile {
 fn a_file_reads_back_to_the_same_bytes_and_figures() {
     let mut file = sample(20_000, 2_000);
     file.thresholds = Some(serde_json::json!([{"metric": "p95", "ok": true}]));
+    file.active_clients = Some(vec![3, 50, 48, 0]);
     let bytes = file.to_bytes();
     let back = ResultsFile::from_bytes(&bytes).unwrap();
     assert_eq!(back.meta, file.meta);
     assert_eq!(back.thresholds, file.thresholds);
     assert_eq!(back.self_check, None);
+    assert_eq!(back.active_clients, file.active_clients);
     assert_eq!(back.metrics.checks, file.metrics.checks);
     assert_eq!(back.metrics.sessions, file.metrics.sessions);
     assert_eq!(

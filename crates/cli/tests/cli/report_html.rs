@@ -74,8 +74,8 @@ fn html_report_draws_its_charts_in_headless_chromium() {
         .and_then(|rest| rest.split('"').next())
         .and_then(|n| n.parse::<usize>().ok())
         .unwrap_or_else(|| panic!("the page's script did not finish: {dom:.2000}"));
-    // rates 2, latency (all + 2 tags) × 4, in flight, arrivals 2, bars, curves 3
-    assert_eq!(ready, 2 + 12 + 1 + 2 + 1 + 3, "series drawn");
+    // rates 2, latency (all + 2 tags) × 4, in flight, active clients, arrivals 2, bars, curves 3
+    assert_eq!(ready, 2 + 12 + 1 + 1 + 2 + 1 + 3, "series drawn");
     for path in dom.split("<path class=\"series").skip(1) {
         let d = path
             .split(" d=\"")

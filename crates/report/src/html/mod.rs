@@ -226,6 +226,26 @@ pub fn render_html(results: &ResultsFile, summary: &Summary) -> String {
     );
     let _ = write!(body, r#"<div class="card">{in_flight}</div>"#);
 
+    if let Some(active) = results.active_clients.as_ref().filter(|a| !a.is_empty()) {
+        let w = timeline::window(active.len());
+        let points = active
+            .chunks(w)
+            .enumerate()
+            .map(|(i, chunk)| {
+                (
+                    (i * w) as f64,
+                    chunk.iter().copied().max().unwrap_or(0) as f64,
+                )
+            })
+            .collect();
+        let chart = time_chart(
+            "Active clients (peak of 4 samples per second)",
+            "clients",
+            vec![line("active clients", PALETTE[5], points)],
+        );
+        let _ = write!(body, r#"<div class="card">{chart}</div>"#);
+    }
+
     if let Some(planned) = timeline::planned_arrivals(&meta.plan, per_second.len()) {
         let mut lines = vec![Line {
             dashed: true,

@@ -52,6 +52,7 @@ pub(crate) fn sample_results() -> ResultsFile {
         metrics,
         thresholds: None,
         self_check: None,
+        active_clients: None,
     }
 }
 
@@ -108,7 +109,10 @@ fn thresholds_and_self_check_show_when_present_and_can_fail_the_run() {
         {"metric": "errors", "condition": "rate < 0.1%", "observed": "0.03%", "passed": false}
     ]));
     results.self_check = Some(serde_json::json!({"verdict": "ok", "cpu_busy": 0.41}));
+    results.active_clients = Some(vec![0, 40, 52, 51]);
     let html = render(&results);
+    assert!(html.contains("Active clients"));
+    assert_eq!(html.matches(r#"data-name="active clients""#).count(), 1);
     assert!(html.contains("<h2>Thresholds</h2>"));
     assert!(html.contains("<td>rate &lt; 0.1%</td>"));
     assert!(html.contains("<h2>Generator self-check</h2>"));
