@@ -79,6 +79,7 @@ fn quick_writes_results_by_default_and_report_re_renders_them() {
         .args(["quick", "-n", "200", "-c", "4", "-o", "json"])
         .arg(target.url("/health"))
         .env("BARRAGE_RESULTS_DIR", &dir)
+        .env("BARRAGE_HISTORY", scratch_dir().join("history.db"))
         .output()
         .unwrap();
     assert!(
@@ -107,6 +108,20 @@ fn quick_writes_results_by_default_and_report_re_renders_them() {
         text.stdout.contains("Requests/sec:"),
         "hey layout for quick"
     );
+
+    // --no-results and --no-history leave nothing behind.
+    let history = dir.join("history.db");
+    let quiet = std::process::Command::new(BIN)
+        .args(["quick", "-n", "20", "-c", "2", "-o", "json"])
+        .args(["--no-results", "--no-history"])
+        .arg(target.url("/health"))
+        .env("BARRAGE_RESULTS_DIR", &dir)
+        .env("BARRAGE_HISTORY", &history)
+        .output()
+        .unwrap();
+    assert!(quiet.status.success());
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+    assert!(!history.exists());
 }
 
 #[test]
