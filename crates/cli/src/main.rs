@@ -1,9 +1,13 @@
 //! The `barrage` binary: parses the command line and wires script/plan, engine, and reports.
 
+mod compare_cmd;
+mod history;
 mod live;
 mod outputs;
 mod overrides;
 mod quick;
+mod record;
+mod results_cmd;
 mod runner;
 mod scenario;
 mod usage;
@@ -40,6 +44,27 @@ enum Command {
     Target(TargetArgs),
     /// Start the bundled target on a free port, load it briefly, print the summary
     Demo(DemoArgs),
+    /// Re-render a run's summary, JSON or HTML report from its results file
+    Report(results_cmd::ReportArgs),
+    /// Merge results files of the same plan (e.g. from several machines) into one, exactly
+    Merge(results_cmd::MergeArgs),
+    /// List recorded runs
+    History(HistoryArgs),
+    /// Compare runs (history ids or results files), baseline first: per-tag deltas and bands
+    Compare(compare_cmd::CompareArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct HistoryArgs {
+    /// Show the last N runs
+    #[arg(long, default_value_t = 20)]
+    last: usize,
+    /// Only runs of this script (file name or path) or test name
+    #[arg(long)]
+    script: Option<String>,
+    /// The history database (default: $XDG_DATA_HOME/barrage/history.db)
+    #[arg(long, value_name = "PATH")]
+    history: Option<PathBuf>,
 }
 
 /// Overrides for trying a big definition on a small machine.
@@ -75,6 +100,22 @@ struct OverrideArgs {
 }
 
 impl OverrideArgs {
+    /// The override flags given, by name, for the results file.
+    fn given(&self) -> std::collections::BTreeMap<String, String> {
+        let mut given = std::collections::BTreeMap::new();
+        let mut put = |name: &str, value: Option<String>| {
+            if let Some(v) = value {
+                given.insert(name.to_string(), v);
+            }
+        };
+        put("target", self.target.clone());
+        put("rate-factor", self.rate_factor.map(|f| f.to_string()));
+        put("duration-limit", self.duration_limit.clone());
+        put("seed", self.seed.map(|s| s.to_string()));
+        put("threads", self.threads.map(|t| t.to_string()));
+        given
+    }
+
     fn resolve(&self) -> anyhow::Result<Overrides> {
         Ok(Overrides {
             target: self.target.clone(),
@@ -104,6 +145,8 @@ struct RunArgs {
     overrides: OverrideArgs,
     #[command(flatten)]
     outputs: OutputArgs,
+    #[command(flatten)]
+    record: record::RecordArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -182,6 +225,25 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Quick(args) => quick_command(&args),
         Command::Target(args) => target_command(&args),
         Command::Demo(args) => demo_command(&args),
+        Command::Report(args) => {
+            print_out(&results_cmd::report_command(&args)?)?;
+            Ok(exit::OK)
+        }
+        Command::Compare(args) => compare_cmd::compare_command(&args),
+        Command::History(args) => {
+            let db = history::path(args.history.as_deref())?;
+            let conn = history::open(&db)?;
+            print_out(&history::render(&history::list(
+                &conn,
+                args.last,
+                args.script.as_deref(),
+            )?))?;
+            Ok(exit::OK)
+        }
+        Command::Merge(args) => {
+            print_out(&results_cmd::merge_command(&args)?)?;
+            Ok(exit::OK)
+        }
     }
 }
 
@@ -190,6 +252,11 @@ fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
     let plan = scenario::prepare(&args.file, &args.overrides.resolve()?)?;
     let streams = args.outputs.streams(&plan.tags)?;
     let files = args.outputs.final_files()?;
+    let context = runner::RunContext {
+        command: "run",
+        script: Some(args.file.display().to_string()),
+        overrides: args.overrides.given(),
+    };
     let finished = runner::execute(
         &plan,
         RunOptions {
@@ -197,9 +264,11 @@ fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
             streams,
             trend_stats,
         },
+        &context,
     )?;
     print_out(&render_run(&finished.summary))?;
     files.write(&finished.summary)?;
+    record::keep(&args.record, &finished)?;
     Ok(finished.exit_code(true))
 }
 
@@ -220,6 +289,10 @@ fn quick_command(args: &QuickArgs) -> anyhow::Result<i32> {
             streams,
             trend_stats,
         },
+        &runner::RunContext {
+            command: "quick",
+            ..Default::default()
+        },
     )?;
     let text = match format {
         OutputFormat::Text => render_hey(&finished.summary),
@@ -227,6 +300,7 @@ fn quick_command(args: &QuickArgs) -> anyhow::Result<i32> {
     };
     print_out(&text)?;
     files.write(&finished.summary)?;
+    record::keep(&args.record, &finished)?;
     // hey's behaviour: failed requests are reported, not an error exit.
     Ok(finished.exit_code(false))
 }
@@ -287,16 +361,25 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
         threads: None,
         print_plan: false,
         outputs: OutputArgs::default(),
+        record: record::RecordArgs::default(),
     };
     let plan = quick_plan(&quick)?;
-    let finished = runner::execute(&plan, RunOptions::plain(runner::progress_wanted()))?;
+    let context = runner::RunContext {
+        command: "quick",
+        ..Default::default()
+    };
+    let finished = runner::execute(
+        &plan,
+        RunOptions::plain(runner::progress_wanted()),
+        &context,
+    )?;
     target.shutdown();
     print_out(&render_hey(&finished.summary))?;
     Ok(exit::OK)
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error worth a stack of messages.
-fn print_out(text: &str) -> anyhow::Result<()> {
+pub(crate) fn print_out(text: &str) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())

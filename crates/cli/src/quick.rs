@@ -70,6 +70,8 @@ pub struct QuickArgs {
     pub print_plan: bool,
     #[command(flatten)]
     pub outputs: crate::outputs::OutputArgs,
+    #[command(flatten)]
+    pub record: crate::record::RecordArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

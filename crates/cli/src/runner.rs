@@ -9,18 +9,33 @@ use crate::usage::exit;
 use anyhow::Context;
 use barrage_engine::{LiveSnapshot, RunControl};
 use barrage_plan::{Aggregation, Plan, Workload};
-use barrage_report::{PlannedArrivals, RunInfo, Summary, DEFAULT_TREND_STATS};
+use barrage_report::{Summary, DEFAULT_TREND_STATS};
+use barrage_results::{unix_ns, Machine, PlannedArrivalsBits, ResultsFile, RunMeta};
 use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 const PROGRESS_TICK: Duration = Duration::from_millis(250);
 
-/// A finished run, summarised.
+/// A finished run: its results (what the results file holds) and the summary rendered from
+/// them, so a report re-rendered from the file is identical.
 pub struct Finished {
     pub summary: Summary,
+    pub results: ResultsFile,
     /// Ctrl-C was pressed twice: the run was cut off (exit code 130).
     pub interrupted_twice: bool,
+}
+
+/// What the command line knew about the run, for the results file.
+#[derive(Debug, Clone, Default)]
+pub struct RunContext {
+    /// `run` or `quick`.
+    pub command: &'static str,
+    /// The definition file, for `run`.
+    pub script: Option<String>,
+    /// Override flags as given.
+    pub overrides: BTreeMap<String, String>,
 }
 
 impl Finished {
@@ -80,7 +95,7 @@ pub fn progress_wanted() -> bool {
 
 /// Runs `plan` to its end (or to Ctrl-C, or to a failed `abortOnFail` threshold) and
 /// summarises it.
-pub fn execute(plan: &Plan, options: RunOptions) -> anyhow::Result<Finished> {
+pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow::Result<Finished> {
     let control = RunControl {
         samples: options.streams.samples.clone(),
         ..RunControl::default()
@@ -107,6 +122,7 @@ pub fn execute(plan: &Plan, options: RunOptions) -> anyhow::Result<Finished> {
             })?
     };
     let progress = show_progress.then(|| Progress::new(plan.workload.duration()));
+    let mut active = ActiveSamples::new();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -119,8 +135,10 @@ pub fn execute(plan: &Plan, options: RunOptions) -> anyhow::Result<Finished> {
             tokio::select! {
                 _ = &mut done => break,
                 _ = ticker.tick() => {
+                    let live = control.live.snapshot();
+                    active.sample(live.active_clients);
                     if let Some(p) = &progress {
-                        p.update(control.live.snapshot());
+                        p.update(live);
                     }
                 }
                 _ = live_ticker.tick(), if live.wanted() => live.tick(&control)?,
@@ -156,34 +174,89 @@ pub fn execute(plan: &Plan, options: RunOptions) -> anyhow::Result<Finished> {
     if let Some(sink) = &options.streams.samples {
         sink.finish().context("writing the --out samples log")?;
     }
-    let info = RunInfo {
+    let active_clients = active.per_second;
+    let started_at_unix_ns = unix_ns(outcome.started_at);
+    let elapsed_ns = outcome.elapsed.as_nanos() as u64;
+    let planned = |expected: f64, seconds: f64| PlannedArrivalsBits {
+        expected_f64_bits: expected.to_bits(),
+        seconds_f64_bits: seconds.to_bits(),
+    };
+    let meta = RunMeta {
+        command: context.command.to_string(),
         name: plan.name.clone(),
         target: plan.target.to_string(),
-        started_at: outcome.started_at,
-        elapsed: outcome.elapsed,
+        barrage_version: env!("CARGO_PKG_VERSION").to_string(),
+        plan: serde_json::to_value(plan)?,
+        script: context.script.clone(),
+        overrides: context.overrides.clone(),
+        seed: plan.options.seed,
+        machine: Machine::current(),
+        started_at_unix_ns,
+        ended_at_unix_ns: started_at_unix_ns + elapsed_ns,
+        elapsed_ns,
         interrupted: outcome.interrupted,
         threads: outcome.threads,
         tags: plan.tags.clone(),
         planned_arrivals: match &plan.workload {
-            Workload::OpenArrivals(open) => Some(PlannedArrivals {
-                expected: open.phases.iter().map(|p| p.expected_arrivals()).sum(),
-                seconds: open.arrivals_end().as_secs_f64(),
-            }),
-            Workload::ArrivalPool(pool) => Some(PlannedArrivals {
-                expected: pool.expected_iterations(),
-                seconds: pool.end().as_secs_f64(),
-            }),
+            Workload::OpenArrivals(open) => Some(planned(
+                open.phases.iter().map(|p| p.expected_arrivals()).sum(),
+                open.arrivals_end().as_secs_f64(),
+            )),
+            Workload::ArrivalPool(pool) => Some(planned(
+                pool.expected_iterations(),
+                pool.end().as_secs_f64(),
+            )),
             _ => None,
         },
-        thresholds: plan.metrics.thresholds.clone(),
-        trend_stats: options.trend_stats,
+        merged_from: Vec::new(),
     };
-    let mut summary = Summary::new(&info, &outcome.metrics);
-    summary.k6.aborted_by_threshold = live.aborted;
+    let mut metrics = outcome.metrics;
+    for tag in &mut metrics.tags {
+        tag.latency_by_second.seal();
+    }
+    let mut results = ResultsFile {
+        meta,
+        metrics,
+        thresholds: barrage_report::thresholds_section(live.aborted.as_deref(), &[]),
+        self_check: None,
+        active_clients: Some(active_clients),
+    };
+    // The summary is rendered from the results, exactly as `barrage report` will from the file.
+    let summary = barrage_report::summary_of(&results, &options.trend_stats);
+    results.thresholds =
+        barrage_report::thresholds_section(live.aborted.as_deref(), &summary.k6.thresholds);
     Ok(Finished {
         summary,
+        results,
         interrupted_twice: interrupts >= 2,
     })
+}
+
+/// Active clients sampled at every progress tick (4 per second), kept as the peak per second:
+/// the engine's per-worker single-writer counters summed at one instant.
+struct ActiveSamples {
+    started: Instant,
+    per_second: Vec<u64>,
+}
+
+impl ActiveSamples {
+    /// A day of seconds at most, like the other series.
+    const MAX_SECONDS: usize = 86_400;
+
+    fn new() -> Self {
+        Self {
+            started: Instant::now(),
+            per_second: Vec::new(),
+        }
+    }
+
+    fn sample(&mut self, active: u64) {
+        let second = (self.started.elapsed().as_secs() as usize).min(Self::MAX_SECONDS);
+        if self.per_second.len() <= second {
+            self.per_second.resize(second + 1, 0);
+        }
+        self.per_second[second] = self.per_second[second].max(active);
+    }
 }
 
 /// The live progress line: elapsed (of planned), requests, current rate, errors, clients.

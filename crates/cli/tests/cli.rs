@@ -3,6 +3,12 @@
 
 #[path = "cli/closed.rs"]
 mod closed;
+#[path = "cli/history_compare.rs"]
+mod history_compare;
+#[path = "cli/report_html.rs"]
+mod report_html;
+#[path = "cli/results.rs"]
+mod results;
 #[path = "cli/scenarios.rs"]
 mod scenarios;
 mod support;

@@ -277,7 +277,8 @@ impl Worker {
     }
 
     pub(crate) fn session_started(&self) {
-        self.metrics.borrow_mut().sessions.started += 1;
+        let second = self.second_of(Instant::now());
+        self.metrics.borrow_mut().record_session_start(second);
     }
 
     pub(crate) fn session_completed(&self) {
@@ -314,7 +315,8 @@ impl Worker {
     }
 
     pub(crate) fn session_dropped(&self) {
-        self.metrics.borrow_mut().sessions.dropped += 1;
+        let second = self.second_of(Instant::now());
+        self.metrics.borrow_mut().record_session_dropped(second);
     }
 
     /// Clients running a session right now on this worker.

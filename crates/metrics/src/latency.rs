@@ -1,8 +1,27 @@
 //! Latency histograms: HDR, microsecond resolution, 3 significant digits, never a sample list.
 
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::io::Write as _;
 use std::time::Duration;
+
+/// A stored histogram that cannot be read back: not HdrHistogram's V2 format, or recorded with
+/// other bounds than barrage's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistogramDecodeError(pub String);
+
+impl std::fmt::Display for HistogramDecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "bad latency histogram: {}", self.0)
+    }
+}
+
+impl std::error::Error for HistogramDecodeError {}
+
+/// HdrHistogram's cookie of a DEFLATE-compressed V2 histogram.
+pub const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9314;
 
 /// Largest latency tracked exactly: one hour. Longer values are clamped to it.
 pub const MAX_TRACKABLE_MICROS: u64 = 3_600_000_000;
@@ -10,7 +29,7 @@ const SIGNIFICANT_DIGITS: u8 = 3;
 
 /// A histogram of durations in microseconds. Memory is fixed by its range, not by the number
 /// of values recorded.
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub struct LatencyHistogram {
     inner: Histogram<u64>,
 }
@@ -78,6 +97,82 @@ impl LatencyHistogram {
 
     pub fn count(&self) -> u64 {
         self.inner.len()
+    }
+
+    /// Empties the histogram, keeping its memory.
+    pub fn reset(&mut self) {
+        self.inner.reset();
+    }
+
+    /// Appends the histogram in HdrHistogram's V2 + DEFLATE encoding (what other HdrHistogram
+    /// tools read). The encoding only covers counts up to the largest value, so it is small
+    /// and, for equal contents, byte-identical.
+    ///
+    /// Written like HdrHistogram's `V2DeflateSerializer` (cookie, length, zlib stream of the V2
+    /// bytes) but with the fast DEFLATE level and per-thread buffers: workers seal a second per
+    /// tag every second and merges re-encode seconds, so the encoder's cost counts; the level
+    /// only changes the size a little, and every V2 reader reads it.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        thread_local! {
+            static ENCODER: RefCell<(V2Serializer, Vec<u8>)> =
+                RefCell::new((V2Serializer::new(), Vec::new()));
+        }
+        ENCODER.with(|cell| {
+            let (serializer, plain) = &mut *cell.borrow_mut();
+            plain.clear();
+            serializer
+                .serialize(&self.inner, plain)
+                .expect("writing to a Vec cannot fail");
+            let start = out.len();
+            out.extend_from_slice(&V2_COMPRESSED_COOKIE.to_be_bytes());
+            out.extend_from_slice(&[0; 4]);
+            let mut zlib = flate2::write::ZlibEncoder::new(&mut *out, flate2::Compression::fast());
+            zlib.write_all(plain)
+                .and_then(|()| zlib.finish().map(drop))
+                .expect("writing to a Vec cannot fail");
+            let len = (out.len() - start - 8) as u32;
+            out[start + 4..start + 8].copy_from_slice(&len.to_be_bytes());
+        });
+    }
+
+    /// Reads a histogram written by [`encode_into`](Self::encode_into); refuses other bounds,
+    /// so merging what it returns cannot fail.
+    pub fn decode(bytes: &[u8]) -> Result<Self, HistogramDecodeError> {
+        thread_local! {
+            static DECODER: RefCell<Deserializer> = RefCell::new(Deserializer::new());
+        }
+        let mut reader = bytes;
+        let inner: Histogram<u64> = DECODER
+            .with(|d| d.borrow_mut().deserialize(&mut reader))
+            .map_err(|e| HistogramDecodeError(format!("{e:?}")))?;
+        if (inner.low(), inner.high(), inner.sigfig())
+            != (1, MAX_TRACKABLE_MICROS, SIGNIFICANT_DIGITS)
+        {
+            return Err(HistogramDecodeError(format!(
+                "bounds {}..{} at {} digits, expected 1..{MAX_TRACKABLE_MICROS} at {SIGNIFICANT_DIGITS}",
+                inner.low(),
+                inner.high(),
+                inner.sigfig()
+            )));
+        }
+        if !reader.is_empty() {
+            return Err(HistogramDecodeError(format!(
+                "{} bytes after the histogram",
+                reader.len()
+            )));
+        }
+        Ok(Self { inner })
+    }
+
+    /// `(value µs, count)` for every distinct recorded value (the value being the highest
+    /// equivalent of its bucket), lowest first.
+    pub fn recorded(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.inner.iter_recorded().map(|v| {
+            (
+                self.inner.highest_equivalent(v.value_iterated_to()),
+                v.count_at_value(),
+            )
+        })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -239,6 +334,35 @@ mod tests {
         assert_eq!(buckets.iter().map(|b| b.1).sum::<u64>(), 7);
         assert_eq!(buckets[0].1, 1);
         assert_eq!(buckets[9].1, 3);
+    }
+
+    #[test]
+    fn encoding_round_trips_and_refuses_garbage() {
+        let mut h = LatencyHistogram::new();
+        for v in [1u64, 5, 900, 900, 120_000, MAX_TRACKABLE_MICROS] {
+            h.record_micros(v);
+        }
+        let mut bytes = Vec::new();
+        h.encode_into(&mut bytes);
+        let back = LatencyHistogram::decode(&bytes).unwrap();
+        assert_eq!(back, h);
+        assert_eq!(back.stats(), h.stats());
+        let mut empty = Vec::new();
+        LatencyHistogram::new().encode_into(&mut empty);
+        assert!(LatencyHistogram::decode(&empty).unwrap().is_empty());
+        assert!(LatencyHistogram::decode(&bytes[..bytes.len() / 2]).is_err());
+        assert!(LatencyHistogram::decode(b"nope").is_err());
+        // HdrHistogram's own encoder (default DEFLATE level) reads back the same.
+        let mut theirs = Vec::new();
+        hdrhistogram::serialization::V2DeflateSerializer::new()
+            .serialize(&h.inner, &mut theirs)
+            .unwrap();
+        assert_eq!(LatencyHistogram::decode(&theirs).unwrap(), h);
+        let mut other = Vec::new();
+        hdrhistogram::serialization::V2DeflateSerializer::new()
+            .serialize(&Histogram::<u64>::new(2).unwrap(), &mut other)
+            .unwrap();
+        assert!(LatencyHistogram::decode(&other).is_err());
     }
 
     #[test]

@@ -9,17 +9,22 @@ mod custom;
 mod error_kind;
 mod latency;
 mod run;
+mod second_latency;
 mod self_check;
 mod series;
 mod vus;
 
 pub use custom::{CustomKind, CustomMetric, CustomMetrics, CustomValues, Trend};
 pub use error_kind::ErrorKind;
-pub use latency::{LatencyHistogram, LatencyStats, MAX_TRACKABLE_MICROS, STANDARD_PERCENTILES};
-pub use run::{
-    CheckCounts, PhaseTimings, ResponseRecord, RunMetrics, SessionCounters, StatusCounts,
-    TagMetrics,
+pub use latency::{
+    HistogramDecodeError, LatencyHistogram, LatencyStats, MAX_TRACKABLE_MICROS,
+    STANDARD_PERCENTILES,
 };
+pub use run::{
+    CheckCounts, PhaseTimings, ResponseRecord, RunMetrics, SessionCounters, SessionSecond,
+    StatusCounts, TagMetrics,
+};
+pub use second_latency::SecondLatency;
 pub use self_check::{SelfCheckMetrics, STALL, TICK};
 pub use series::{SecondBucket, Series};
 pub use vus::{VuSecond, VuSeries};

@@ -1,6 +1,8 @@
 //! Per-tag and per-run metrics: what one worker records, and the exact merge of many workers.
 
-use crate::{CustomMetrics, ErrorKind, LatencyHistogram, SelfCheckMetrics, Series, VuSeries};
+use crate::{
+    CustomMetrics, ErrorKind, LatencyHistogram, SecondLatency, SelfCheckMetrics, Series, VuSeries,
+};
 use std::time::Duration;
 
 /// Counts of responses by HTTP status code (100–599).
@@ -23,6 +25,14 @@ impl StatusCounts {
         // The HTTP layer rejects status codes outside 100–599 as malformed.
         if let Some(slot) = self.counts.get_mut(usize::from(status).wrapping_sub(100)) {
             *slot += 1;
+        }
+    }
+
+    /// Adds `count` responses with `status` (ignored outside 100–599), e.g. when reading
+    /// stored counts back.
+    pub fn add(&mut self, status: u16, count: u64) {
+        if let Some(slot) = self.counts.get_mut(usize::from(status).wrapping_sub(100)) {
+            *slot += count;
         }
     }
 
@@ -86,6 +96,8 @@ pub struct TagMetrics {
     pub extraction_failures: u64,
     /// The same, second by second.
     pub series: Series,
+    /// Response latency second by second (finished seconds kept compressed).
+    pub latency_by_second: SecondLatency,
 }
 
 impl TagMetrics {
@@ -112,6 +124,13 @@ impl TagMetrics {
     }
 
     pub fn merge(&mut self, other: &TagMetrics) {
+        self.merge_totals(other);
+        self.latency_by_second.merge(&other.latency_by_second);
+    }
+
+    /// Merges everything but the per-second latency histograms (whose merge decodes and
+    /// re-encodes every second): what reports of all tags together need.
+    pub fn merge_totals(&mut self, other: &TagMetrics) {
         self.latency.merge(&other.latency);
         self.latency_corrected.merge(&other.latency_corrected);
         self.connect.merge(&other.connect);
@@ -172,6 +191,16 @@ impl SessionCounters {
     }
 }
 
+/// Sessions (iterations) started, and arrivals dropped, during one second of the run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SessionSecond {
+    pub started: u64,
+    pub dropped: u64,
+}
+
+/// Bounds the per-second session counts to a day, like the other series.
+const MAX_SESSION_SECONDS: u64 = 86_400;
+
 /// Pass/fail counts of one check (or assert) of the plan.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CheckCounts {
@@ -209,6 +238,8 @@ pub struct RunMetrics {
     /// Active and allocated VUs, second by second.
     pub vus: VuSeries,
     pub self_check: SelfCheckMetrics,
+    /// Sessions started and arrivals dropped, second by second (the achieved arrival rate).
+    pub sessions_per_second: Vec<SessionSecond>,
 }
 
 impl RunMetrics {
@@ -229,6 +260,29 @@ impl RunMetrics {
             .map(|(name, fatal)| CheckCounts::new(name, fatal))
             .collect();
         self
+    }
+
+    fn session_second(&mut self, second: u64) -> &mut SessionSecond {
+        let index = second.min(MAX_SESSION_SECONDS) as usize;
+        if self.sessions_per_second.len() <= index {
+            self.sessions_per_second
+                .resize(index + 1, SessionSecond::default());
+        }
+        &mut self.sessions_per_second[index]
+    }
+
+    /// Counts a session (or iteration) that started in `second`.
+    #[inline]
+    pub fn record_session_start(&mut self, second: u64) {
+        self.sessions.started += 1;
+        self.session_second(second).started += 1;
+    }
+
+    /// Counts an arrival dropped in `second` (the client limit was reached).
+    #[inline]
+    pub fn record_session_dropped(&mut self, second: u64) {
+        self.sessions.dropped += 1;
+        self.session_second(second).dropped += 1;
     }
 
     /// Counts one evaluation of check `index`.
@@ -256,6 +310,12 @@ impl RunMetrics {
             tag.latency_corrected
                 .record_corrected(r.latency, r.expected_interval);
         }
+        tag.latency_by_second.record_micros(
+            r.second,
+            r.latency
+                .as_micros()
+                .min(u128::from(crate::MAX_TRACKABLE_MICROS)) as u64,
+        );
         if let Some(connect) = r.phases.connect {
             tag.connect.record(connect);
         }
@@ -293,6 +353,18 @@ impl RunMetrics {
             mine.merge(theirs);
         }
         self.sessions.merge(&other.sessions);
+        if self.sessions_per_second.len() < other.sessions_per_second.len() {
+            self.sessions_per_second
+                .resize(other.sessions_per_second.len(), SessionSecond::default());
+        }
+        for (mine, theirs) in self
+            .sessions_per_second
+            .iter_mut()
+            .zip(&other.sessions_per_second)
+        {
+            mine.started += theirs.started;
+            mine.dropped += theirs.dropped;
+        }
         self.connections_opened += other.connections_opened;
         self.iteration_duration.merge(&other.iteration_duration);
         self.custom.merge(&other.custom);
@@ -319,11 +391,12 @@ impl RunMetrics {
         total
     }
 
-    /// All tags merged into one.
+    /// All tags merged into one, without per-second latency histograms (left empty: merge
+    /// the tags' seconds where an all-tags figure per second is needed).
     pub fn total(&self) -> TagMetrics {
         let mut total = TagMetrics::default();
         for tag in &self.tags {
-            total.merge(tag);
+            total.merge_totals(tag);
         }
         total
     }
@@ -386,6 +459,13 @@ mod tests {
         assert_eq!(merged.series(), whole.series());
         for (m, w) in merged.tags.iter().zip(whole.tags.iter()) {
             assert_eq!(m.series, w.series);
+            assert_eq!(m.latency_by_second.len(), w.latency_by_second.len());
+            for second in 0..w.latency_by_second.len() as u64 {
+                assert_eq!(
+                    m.latency_by_second.decoded(second),
+                    w.latency_by_second.decoded(second)
+                );
+            }
         }
         assert_eq!(merged.total().requests(), 2000 + 21);
     }
@@ -402,7 +482,26 @@ mod tests {
         two.record_extraction_failure(0);
         one.sessions.failed = 2;
         two.sessions.failed = 3;
+        one.record_session_start(0);
+        two.record_session_start(2);
+        two.record_session_dropped(2);
         one.merge(&two);
+        assert_eq!(one.sessions.started, 2);
+        assert_eq!(one.sessions.dropped, 1);
+        assert_eq!(
+            one.sessions_per_second,
+            vec![
+                SessionSecond {
+                    started: 1,
+                    dropped: 0
+                },
+                SessionSecond::default(),
+                SessionSecond {
+                    started: 1,
+                    dropped: 1
+                }
+            ]
+        );
         assert_eq!(
             one.checks,
             vec![

@@ -6,7 +6,10 @@
 //! k6's metrics from `RunMetrics`, `thresholds.rs` evaluates thresholds on them; `junit.rs`
 //! and `series_out.rs` (CSV, NDJSON) are the other outputs.
 
+pub mod compare;
+mod from_results;
 mod hey;
+mod html;
 mod junit;
 mod k6;
 mod k6_metrics;
@@ -16,7 +19,9 @@ mod series_out;
 mod summary;
 mod thresholds;
 
+pub use from_results::{render_text, run_info, summary_of, thresholds_section};
 pub use hey::render_hey;
+pub use html::{passed, render_compare_html, render_html, ComparedRun};
 pub use junit::render_junit;
 pub use k6::{format_ms, K6Summary};
 pub use k6_metrics::{

@@ -161,6 +161,9 @@ impl Running {
     pub fn spawn(args: &[&str]) -> Running {
         let mut child = Command::new(BIN)
             .args(args)
+            // Results files and the history go to the test's scratch space, not the user's.
+            .env("BARRAGE_RESULTS_DIR", scratch_dir().join("results"))
+            .env("BARRAGE_HISTORY", scratch_dir().join("history.db"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -354,13 +357,18 @@ pub fn closed_port() -> u16 {
     port
 }
 
+/// Cargo's scratch directory for integration tests.
+pub fn scratch_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("barrage-cli-tests")
+}
+
 /// A fresh path under cargo's scratch directory for integration tests.
 pub fn scratch_file(name: &str, contents: &[u8]) -> std::path::PathBuf {
     // Tests run in parallel threads of one process: a per-call sequence number keeps two tests
     // that write a file of the same name from overwriting each other's.
     static SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let sequence = SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("barrage-cli-tests");
+    let dir = scratch_dir();
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let path = dir.join(format!("{}-{sequence}-{name}", std::process::id()));
     std::fs::write(&path, contents).expect("write scratch file");

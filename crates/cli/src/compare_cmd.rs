@@ -1,0 +1,147 @@
+//! `barrage compare A B [C ...]`: runs named by history id or results file, grouped
+//! (`A1,A2,A3 vs B1,B2,B3`), compared per tag against the first group; `--fail-on` rules make
+//! a regression exit non-zero for CI; `--html` draws the overlaid latency curves.
+
+use crate::history;
+use crate::results_cmd::load;
+use crate::usage::{exit, usage};
+use anyhow::Context;
+use barrage_report::compare::{render_compare, Group, Rule, RunFigures};
+use barrage_report::ComparedRun;
+use barrage_results::ResultsFile;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// Runs, baseline first: history ids or results files. Comma-separated runs form a group
+    /// of repeats (`1,2,3 vs 4,5,6`); `vs` between groups is optional.
+    #[arg(required = true, num_args = 2..)]
+    runs: Vec<String>,
+    /// Exit with code 3 when a figure regresses past a rule, e.g. "p95:+10%,rps:-5%"
+    /// (metrics: rps, p50, p90, p95, p99, max, errors%)
+    #[arg(long, value_name = "RULES")]
+    fail_on: Option<String>,
+    /// Also write the comparison as a self-contained HTML page
+    #[arg(long, value_name = "OUT")]
+    html: Option<PathBuf>,
+    /// The history database that ids refer to (default: $XDG_DATA_HOME/barrage/history.db)
+    #[arg(long, value_name = "PATH")]
+    history: Option<PathBuf>,
+}
+
+/// One run named on the command line: its label and results.
+struct Named {
+    label: String,
+    results: ResultsFile,
+}
+
+fn resolve(
+    reference: &str,
+    db: &mut Option<(PathBuf, rusqlite::Connection)>,
+    flag: Option<&Path>,
+) -> anyhow::Result<Named> {
+    if !reference.is_empty()
+        && reference.bytes().all(|b| b.is_ascii_digit())
+        && !Path::new(reference).exists()
+    {
+        let id: i64 = reference
+            .parse()
+            .map_err(|_| usage(format!("run id {reference} is too large")))?;
+        if db.is_none() {
+            let path = history::path(flag)?;
+            let conn = history::open(&path)?;
+            *db = Some((path, conn));
+        }
+        let (path, conn) = db.as_ref().expect("opened above");
+        let run = history::get(conn, id)?.ok_or_else(|| {
+            usage(format!(
+                "run id {id} is not in the history ({})",
+                path.display()
+            ))
+        })?;
+        let file = run.results_path.ok_or_else(|| {
+            usage(format!(
+                "run {id} has no results file (it ran with --no-results)"
+            ))
+        })?;
+        return Ok(Named {
+            label: format!("#{id}"),
+            results: load(Path::new(&file))?,
+        });
+    }
+    let path = Path::new(reference);
+    Ok(Named {
+        label: path
+            .file_stem()
+            .map_or(reference.to_string(), |s| s.to_string_lossy().into_owned()),
+        results: load(path)?,
+    })
+}
+
+/// Prints the comparison; returns the exit code (3 when a rule is broken).
+pub fn compare_command(args: &CompareArgs) -> anyhow::Result<i32> {
+    let rules = match &args.fail_on {
+        Some(text) => Rule::parse_list(text).map_err(|e| usage(format!("--fail-on: {e}")))?,
+        None => Vec::new(),
+    };
+    let mut db = None;
+    let mut groups: Vec<Vec<Named>> = Vec::new();
+    for arg in args.runs.iter().filter(|a| !a.eq_ignore_ascii_case("vs")) {
+        let members = arg
+            .split(',')
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .map(|m| resolve(m, &mut db, args.history.as_deref()))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        if members.is_empty() {
+            return Err(usage(format!("compare: `{arg}` names no run")));
+        }
+        groups.push(members);
+    }
+    if groups.len() < 2 {
+        return Err(usage(
+            "compare: give at least two runs or groups (baseline first)",
+        ));
+    }
+    let figures: Vec<Group> = groups
+        .iter()
+        .map(|members| Group {
+            label: members
+                .iter()
+                .map(|m| m.label.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            runs: members
+                .iter()
+                .map(|m| RunFigures::of(&m.label, &m.results))
+                .collect(),
+        })
+        .collect();
+    let (text, broken) = render_compare(&figures, &rules);
+    crate::print_out(&text)?;
+    if let Some(out) = &args.html {
+        let runs: Vec<ComparedRun<'_>> = groups
+            .iter()
+            .enumerate()
+            .flat_map(|(g, members)| {
+                members.iter().map(move |m| ComparedRun {
+                    group: g,
+                    label: m.label.clone(),
+                    results: &m.results,
+                })
+            })
+            .collect();
+        std::fs::write(
+            out,
+            barrage_report::render_compare_html(&figures, &runs, &rules),
+        )
+        .with_context(|| format!("writing {}", out.display()))?;
+    }
+    if broken.is_empty() {
+        return Ok(exit::OK);
+    }
+    for b in &broken {
+        eprintln!("regression: {b}");
+    }
+    Ok(exit::REGRESSION)
+}

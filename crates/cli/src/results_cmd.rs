@@ -1,0 +1,93 @@
+//! `barrage report FILE` (re-render a run's outputs from its results file) and `barrage merge`
+//! (several results files into one, exactly).
+
+use crate::usage::usage;
+use anyhow::Context;
+use barrage_results::ResultsFile;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// A results file (.brr)
+    file: PathBuf,
+    /// Write the self-contained HTML report here
+    #[arg(long, value_name = "OUT")]
+    html: Option<PathBuf>,
+    /// Write the JSON summary here (as `--json` / `-o json` wrote it at the run's end)
+    #[arg(long, value_name = "OUT")]
+    json: Option<PathBuf>,
+    /// Write every threshold and check as a JUnit XML test case (as `--junit` did)
+    #[arg(long, value_name = "OUT")]
+    junit: Option<PathBuf>,
+    /// Write the per-second series as CSV (as `--csv` did)
+    #[arg(long, value_name = "OUT")]
+    csv: Option<PathBuf>,
+    /// Trend columns of the summary, e.g. "avg,med,p(99.9)" (as at the run)
+    #[arg(long, value_name = "STATS")]
+    summary_trend_stats: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// Results files of the same plan
+    #[arg(required = true, num_args = 2..)]
+    files: Vec<PathBuf>,
+    /// The merged results file to write
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    output: PathBuf,
+}
+
+/// Reads a results file; any problem with it is a usage error naming the file.
+pub fn load(path: &Path) -> anyhow::Result<ResultsFile> {
+    ResultsFile::read(path).map_err(|e| usage(format!("{}: {e}", path.display())))
+}
+
+/// Prints the text summary, or writes the outputs asked for.
+pub fn report_command(args: &ReportArgs) -> anyhow::Result<String> {
+    let trend_stats = crate::outputs::OutputArgs {
+        summary_trend_stats: args.summary_trend_stats.clone(),
+        ..Default::default()
+    }
+    .trend_stats()?;
+    let results = load(&args.file)?;
+    let summary = barrage_report::summary_of(&results, &trend_stats);
+    let files: [(&Option<PathBuf>, &dyn Fn() -> String); 4] = [
+        (&args.json, &|| summary.to_json() + "\n"),
+        (&args.junit, &|| barrage_report::render_junit(&summary)),
+        (&args.csv, &|| barrage_report::render_csv(&summary)),
+        (&args.html, &|| {
+            barrage_report::render_html(&results, &summary)
+        }),
+    ];
+    if files.iter().all(|(path, _)| path.is_none()) {
+        return Ok(barrage_report::render_text(&results, &summary));
+    }
+    for (path, render) in files {
+        if let Some(path) = path {
+            std::fs::write(path, render())
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    Ok(String::new())
+}
+
+pub fn merge_command(args: &MergeArgs) -> anyhow::Result<String> {
+    let parts = args
+        .files
+        .iter()
+        .map(|f| load(f))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let names: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
+    let merged = barrage_results::merge(&parts, &names).map_err(|e| usage(e.to_string()))?;
+    merged
+        .write(&args.output)
+        .with_context(|| format!("writing {}", args.output.display()))?;
+    let total = merged.metrics.total();
+    Ok(format!(
+        "merged {} files into {}: {} requests, {} errors\n",
+        parts.len(),
+        args.output.display(),
+        total.requests(),
+        total.error_count()
+    ))
+}

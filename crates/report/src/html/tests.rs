@@ -1,0 +1,125 @@
+//! The HTML report: self-contained, charts with data, optional sections when present.
+
+use super::*;
+use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord, RunMetrics};
+use barrage_results::{Machine, PlannedArrivalsBits, RunMeta};
+use std::time::Duration;
+
+pub(crate) fn sample_results() -> ResultsFile {
+    let mut metrics = RunMetrics::new(2).with_checks([("status is 200", false)]);
+    for i in 0..3_000u64 {
+        metrics.record_response(&ResponseRecord {
+            tag: (i % 2) as usize,
+            second: i / 300,
+            latency: Duration::from_micros(500 + (i * 7919) % 4_000 + (i / 300) * 100),
+            phases: PhaseTimings::default(),
+            status: if i % 50 == 0 { 503 } else { 200 },
+            bytes_sent: 40,
+            bytes_received: 100,
+            body_bytes: 20,
+            expected_interval: std::time::Duration::ZERO,
+        });
+    }
+    metrics.record_error(1, 4, ErrorKind::Timeout, 40);
+    metrics.record_check(0, true);
+    for i in 0..1_500u64 {
+        metrics.record_session_start(i / 150);
+    }
+    let meta = RunMeta {
+        command: "run".into(),
+        name: "checkout <flow>".into(),
+        target: "http://127.0.0.1:8080".into(),
+        barrage_version: "0.1.0".into(),
+        plan: serde_json::json!({"workload": {"model": "open_arrivals", "phases": [
+            {"duration": 10000, "rate": 100.0, "ramp_to": 200.0}], "max_clients": null, "grace_period": 5000}}),
+        script: Some("checkout.js".into()),
+        overrides: Default::default(),
+        seed: Some(1),
+        machine: Machine::current(),
+        started_at_unix_ns: 1_795_423_660_000_000_000,
+        ended_at_unix_ns: 1_795_423_670_000_000_000,
+        elapsed_ns: 10_000_000_000,
+        interrupted: false,
+        threads: 2,
+        tags: vec!["GET /".into(), "POST /cart".into()],
+        planned_arrivals: Some(PlannedArrivalsBits {
+            expected_f64_bits: 1500f64.to_bits(),
+            seconds_f64_bits: 10f64.to_bits(),
+        }),
+        merged_from: Vec::new(),
+    };
+    ResultsFile {
+        meta,
+        metrics,
+        thresholds: None,
+        self_check: None,
+        active_clients: None,
+    }
+}
+
+fn render(results: &ResultsFile) -> String {
+    render_html(
+        results,
+        &crate::summary_of(results, &crate::DEFAULT_TREND_STATS),
+    )
+}
+
+#[test]
+fn the_page_is_self_contained_and_draws_every_chart() {
+    let html = render(&sample_results());
+    for forbidden in ["<link", " src=", " href=", "@import", "url("] {
+        assert!(!html.contains(forbidden), "{forbidden} in the page");
+    }
+    assert!(html.contains("checkout &lt;flow&gt;"));
+    assert!(html.contains(r#"class="verdict pass">PASS"#));
+    assert!(html.contains("2026-11-23 08:47:40 UTC"));
+    // rates (2) + latency all/per tag (3 × 4) + in flight + arrivals (2) + bars + curves (3)
+    let paths = html.matches(r#"<path class="series"#).count();
+    assert_eq!(paths, 2 + 12 + 1 + 2 + 1 + 3, "{paths}");
+    for path in html.split(r#"<path class="series"#).skip(1) {
+        let d = path
+            .split(r#"d=""#)
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        assert!(
+            d.starts_with('M') && d.contains('L'),
+            "a path without points: {d:.80}"
+        );
+    }
+    for table_heading in [
+        "Per tag",
+        "Status codes",
+        "Errors",
+        "Checks and asserts",
+        "Test configuration",
+    ] {
+        assert!(
+            html.contains(&format!("<h2>{table_heading}</h2>")),
+            "{table_heading}"
+        );
+    }
+    assert!(html.contains("<td>timeout</td>"));
+    assert!(!html.contains("<h2>Thresholds</h2>"));
+}
+
+#[test]
+fn thresholds_and_self_check_show_when_present_and_can_fail_the_run() {
+    let mut results = sample_results();
+    results.thresholds = Some(serde_json::json!([
+        {"metric": "p95", "condition": "< 200ms", "observed": "12ms", "passed": true},
+        {"metric": "errors", "condition": "rate < 0.1%", "observed": "0.03%", "passed": false}
+    ]));
+    results.self_check = Some(serde_json::json!({"verdict": "ok", "cpu_busy": 0.41}));
+    results.active_clients = Some(vec![0, 40, 52, 51]);
+    let html = render(&results);
+    assert!(html.contains("Active clients"));
+    assert_eq!(html.matches(r#"data-name="active clients""#).count(), 1);
+    assert!(html.contains("<h2>Thresholds</h2>"));
+    assert!(html.contains("<td>rate &lt; 0.1%</td>"));
+    assert!(html.contains("<h2>Generator self-check</h2>"));
+    assert!(html.contains("cpu_busy"));
+    assert!(html.contains(r#"class="verdict fail">FAIL"#));
+}

@@ -1,0 +1,131 @@
+//! Benchmark helper: writes a synthetic results file of a long, fast run — real recording
+//! through `RunMetrics` (per-second histograms sealed as the seconds pass), workers merged
+//! exactly, the file written — and prints the time, memory and size of each step.
+//!
+//! `cargo run --release -p barrage-results --example synth_results -- SECONDS RATE TAGS WORKERS OUT`
+
+use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord, RunMetrics};
+use barrage_results::{Machine, ResultsFile, RunMeta};
+use std::time::{Duration, Instant};
+
+/// Peak resident memory of this process, kB (Linux).
+fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |i: usize, default: u64| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(default);
+    let (seconds, rate, tags, workers) = (arg(1, 3600), arg(2, 50_000), arg(3, 2), arg(4, 2));
+    let out = args
+        .get(5)
+        .cloned()
+        .unwrap_or_else(|| "synthetic.brr".into());
+    let tag_names: Vec<String> = (0..tags).map(|t| format!("GET /api/{t}")).collect();
+    let mut shares: Vec<RunMetrics> = (0..workers)
+        .map(|_| RunMetrics::new(tags as usize).with_checks([("status is 200", false)]))
+        .collect();
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let started = Instant::now();
+    for second in 0..seconds {
+        for i in 0..rate {
+            // xorshift: cheap, deterministic latencies around 2 ms with a long tail.
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let u = (state >> 11) as f64 / (1u64 << 53) as f64;
+            let tail = if state.is_multiple_of(1000) {
+                40.0
+            } else {
+                1.0
+            };
+            let micros = (1_500.0 + 1_000.0 * (-u.max(1e-12).ln()) * tail) as u64;
+            // Workers and tags cross, so merging the workers adds histograms of the same seconds.
+            let share = &mut shares[((i / 7) % workers) as usize];
+            let tag = (i % tags) as usize;
+            if state % 5000 == 1 {
+                share.record_error(tag, second, ErrorKind::Timeout, 60);
+                continue;
+            }
+            share.record_response(&ResponseRecord {
+                tag,
+                second,
+                latency: Duration::from_micros(micros),
+                phases: PhaseTimings {
+                    connect: None,
+                    write: Duration::from_micros(4),
+                    wait: Duration::from_micros(micros.saturating_sub(20)),
+                    read: Duration::from_micros(12),
+                },
+                status: if state.is_multiple_of(97) { 503 } else { 200 },
+                bytes_sent: 60,
+                bytes_received: 180,
+                body_bytes: 40,
+                expected_interval: std::time::Duration::ZERO,
+            });
+            share.record_check(0, true);
+            share.record_session_start(second);
+        }
+    }
+    let recorded = started.elapsed();
+    let peak_recording = peak_rss_kb();
+    let merge_started = Instant::now();
+    let mut metrics = RunMetrics::new(tags as usize).with_checks([("status is 200", false)]);
+    for share in &shares {
+        metrics.merge(share);
+    }
+    drop(shares);
+    let merged = merge_started.elapsed();
+    let elapsed_ns = seconds * 1_000_000_000;
+    let meta = RunMeta {
+        command: "run".into(),
+        name: "synthetic".into(),
+        target: "http://127.0.0.1:8080".into(),
+        barrage_version: env!("CARGO_PKG_VERSION").into(),
+        plan: serde_json::json!({"name": "synthetic", "tags": tag_names}),
+        script: None,
+        overrides: Default::default(),
+        seed: None,
+        machine: Machine::current(),
+        started_at_unix_ns: 1_795_420_000_000_000_000,
+        ended_at_unix_ns: 1_795_420_000_000_000_000 + elapsed_ns,
+        elapsed_ns,
+        interrupted: false,
+        threads: workers as usize,
+        tags: tag_names,
+        planned_arrivals: None,
+        merged_from: Vec::new(),
+    };
+    let file = ResultsFile {
+        meta,
+        metrics,
+        thresholds: None,
+        self_check: None,
+        active_clients: None,
+    };
+    let write_started = Instant::now();
+    file.write(std::path::Path::new(&out))
+        .expect("write the results file");
+    let written = write_started.elapsed();
+    let size = std::fs::metadata(&out).map_or(0, |m| m.len());
+    let requests = file.metrics.total().requests();
+    println!(
+        "requests {requests}  seconds {seconds}  tags {tags}  workers {workers}\n\
+         record {:.2} s ({:.1} ns/request)  peak RSS while recording {} MB\n\
+         merge workers {:.3} s  write {:.3} s  file {out}: {:.2} MB ({:.0} B per tag-second)",
+        recorded.as_secs_f64(),
+        recorded.as_secs_f64() * 1e9 / requests.max(1) as f64,
+        peak_recording / 1024,
+        merged.as_secs_f64(),
+        written.as_secs_f64(),
+        size as f64 / 1e6,
+        size as f64 / (seconds * tags) as f64,
+    );
+}

@@ -1,0 +1,292 @@
+//! The results file: everything a run measured, kept so reports can be re-rendered, runs
+//! compared, and runs made on several machines merged exactly.
+//!
+//! Layout (docs/results-format.md): magic `BRRESULT`, a format version, then checksummed
+//! sections — META (JSON run metadata), TOTL (per-tag HDR histograms and counters), SERI
+//! (per-tag, per-second counters and HDR histograms), CHKS (checks, JSON), SESS (sessions
+//! started and dropped per second) and the optional
+//! THRS (thresholds) and SELF (generator self-check), JSON written by the features that own
+//! them. Readers skip sections they do not know. Histograms use HdrHistogram's V2 + DEFLATE
+//! encoding, so the size grows with the run's duration and tags, not with its request count.
+
+mod codec;
+mod container;
+mod machine;
+mod merge;
+mod metrics_codec;
+
+pub use container::{FORMAT_VERSION, MAGIC};
+pub use machine::Machine;
+pub use merge::merge;
+
+use barrage_metrics::{CheckCounts, RunMetrics};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Why a results file could not be read. Each is one line, for the CLI to print as is.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    #[error("not a barrage results file (no BRRESULT magic)")]
+    NotResults,
+    #[error(
+        "results format version {0} is not supported (this barrage reads version {FORMAT_VERSION})"
+    )]
+    UnsupportedVersion(u16),
+    #[error("truncated: the file ends inside {0}")]
+    Truncated(String),
+    #[error("corrupt section {section}: {reason}")]
+    Corrupt { section: String, reason: String },
+    #[error("missing section {0}")]
+    Missing(&'static str),
+    #[error("cannot merge: {0}")]
+    Incompatible(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// What an open workload planned, bit-exact (f64 bits), so reports re-render identically.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedArrivalsBits {
+    pub expected_f64_bits: u64,
+    pub seconds_f64_bits: u64,
+}
+
+/// Facts about a run the metrics do not carry: the META section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    /// `run`, `quick`, or `merge`; picks the text layout of `barrage report`.
+    pub command: String,
+    pub name: String,
+    pub target: String,
+    pub barrage_version: String,
+    /// The plan as run (after overrides), as `barrage plan` prints it.
+    pub plan: serde_json::Value,
+    /// The definition file, when the run had one.
+    #[serde(default)]
+    pub script: Option<String>,
+    /// Overrides given on the command line, by flag name.
+    #[serde(default)]
+    pub overrides: BTreeMap<String, String>,
+    pub seed: Option<u64>,
+    pub machine: Machine,
+    pub started_at_unix_ns: u64,
+    pub ended_at_unix_ns: u64,
+    /// From the first request's planned start to the last worker's end.
+    pub elapsed_ns: u64,
+    pub interrupted: bool,
+    pub threads: usize,
+    pub tags: Vec<String>,
+    pub planned_arrivals: Option<PlannedArrivalsBits>,
+    /// For a merged file: the files it was made from.
+    #[serde(default)]
+    pub merged_from: Vec<String>,
+}
+
+impl RunMeta {
+    pub fn started_at(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_nanos(self.started_at_unix_ns)
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        Duration::from_nanos(self.elapsed_ns)
+    }
+
+    /// `(expected arrivals, over seconds)` for open workloads.
+    pub fn planned_arrivals(&self) -> Option<(f64, f64)> {
+        self.planned_arrivals.map(|p| {
+            (
+                f64::from_bits(p.expected_f64_bits),
+                f64::from_bits(p.seconds_f64_bits),
+            )
+        })
+    }
+}
+
+/// Nanoseconds since the Unix epoch (0 before it).
+pub fn unix_ns(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// `2026-11-23T08:47:40Z`-style parts of a Unix time, UTC (days-to-civil, Howard Hinnant).
+pub fn utc_parts(unix_s: u64) -> (i64, u32, u32, u32, u32, u32) {
+    let days = (unix_s / 86_400) as i64;
+    let rem = unix_s % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (
+        year,
+        month,
+        day,
+        (rem / 3600) as u32,
+        (rem % 3600 / 60) as u32,
+        (rem % 60) as u32,
+    )
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` of a Unix time in nanoseconds.
+pub fn utc_text(unix_ns: u64) -> String {
+    let (y, mo, d, h, mi, s) = utc_parts(unix_ns / 1_000_000_000);
+    format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02} UTC")
+}
+
+/// One run's results, in memory.
+#[derive(Debug, Clone)]
+pub struct ResultsFile {
+    pub meta: RunMeta,
+    pub metrics: RunMetrics,
+    /// Threshold verdicts with observed values (THRS), written by the thresholds feature.
+    pub thresholds: Option<serde_json::Value>,
+    /// The load generator's self-check figures and verdict (SELF).
+    pub self_check: Option<serde_json::Value>,
+    /// Clients (VUs) active, per second since the run started: the peak of the controller's
+    /// samples in that second (ACTV; sampled, so a sub-second burst can be missed).
+    pub active_clients: Option<Vec<u64>>,
+}
+
+const META: [u8; 4] = *b"META";
+const TOTALS: [u8; 4] = *b"TOTL";
+const SERIES: [u8; 4] = *b"SERI";
+const CHECKS: [u8; 4] = *b"CHKS";
+const SESSIONS: [u8; 4] = *b"SESS";
+const THRESHOLDS: [u8; 4] = *b"THRS";
+const SELF_CHECK: [u8; 4] = *b"SELF";
+const ACTIVE: [u8; 4] = *b"ACTV";
+
+fn corrupt(section: &str, reason: impl std::fmt::Display) -> ResultsError {
+    ResultsError::Corrupt {
+        section: section.into(),
+        reason: reason.to_string(),
+    }
+}
+
+impl ResultsFile {
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut sections = vec![
+            (META, json(&self.meta)),
+            (TOTALS, metrics_codec::encode_totals(&self.metrics)),
+            (SERIES, metrics_codec::encode_series(&self.metrics)),
+            (CHECKS, json(&self.metrics.checks)),
+            (SESSIONS, metrics_codec::encode_sessions(&self.metrics)),
+        ];
+        if let Some(t) = &self.thresholds {
+            sections.push((THRESHOLDS, json(t)));
+        }
+        if let Some(s) = &self.self_check {
+            sections.push((SELF_CHECK, json(s)));
+        }
+        if let Some(active) = &self.active_clients {
+            sections.push((ACTIVE, metrics_codec::encode_counts(active)));
+        }
+        container::write(&sections)
+    }
+
+    pub fn from_bytes(data: &[u8]) -> Result<Self, ResultsError> {
+        let mut meta = None;
+        let mut metrics = RunMetrics::default();
+        let mut sessions = RunMetrics::default();
+        let (mut totals, mut series, mut checks) = (false, None, None);
+        let mut thresholds = None;
+        let mut self_check = None;
+        let mut active_clients = None;
+        for section in container::read(data)? {
+            match section.kind {
+                META => {
+                    meta = Some(
+                        serde_json::from_slice::<RunMeta>(section.payload)
+                            .map_err(|e| corrupt("META", e))?,
+                    )
+                }
+                TOTALS => {
+                    metrics_codec::decode_totals(section.payload, &mut metrics)
+                        .map_err(|e| corrupt("TOTL", e))?;
+                    totals = true;
+                }
+                SERIES => series = Some(section.payload),
+                SESSIONS => metrics_codec::decode_sessions(section.payload, &mut sessions)
+                    .map_err(|e| corrupt("SESS", e))?,
+                CHECKS => {
+                    checks = Some(
+                        serde_json::from_slice::<Vec<CheckCounts>>(section.payload)
+                            .map_err(|e| corrupt("CHKS", e))?,
+                    )
+                }
+                THRESHOLDS => {
+                    thresholds = Some(
+                        serde_json::from_slice(section.payload).map_err(|e| corrupt("THRS", e))?,
+                    )
+                }
+                SELF_CHECK => {
+                    self_check = Some(
+                        serde_json::from_slice(section.payload).map_err(|e| corrupt("SELF", e))?,
+                    )
+                }
+                ACTIVE => {
+                    active_clients = Some(
+                        metrics_codec::decode_counts(section.payload)
+                            .map_err(|e| corrupt("ACTV", e))?,
+                    )
+                }
+                _ => {} // a later version's section: skipped
+            }
+        }
+        let meta = meta.ok_or(ResultsError::Missing("META"))?;
+        if !totals {
+            return Err(ResultsError::Missing("TOTL"));
+        }
+        let series = series.ok_or(ResultsError::Missing("SERI"))?;
+        metrics_codec::decode_series(series, &mut metrics).map_err(|e| corrupt("SERI", e))?;
+        metrics.checks = checks.ok_or(ResultsError::Missing("CHKS"))?;
+        metrics.sessions_per_second = sessions.sessions_per_second;
+        if meta.tags.len() != metrics.tags.len() {
+            return Err(corrupt(
+                "META",
+                format!(
+                    "{} tag names for {} tags",
+                    meta.tags.len(),
+                    metrics.tags.len()
+                ),
+            ));
+        }
+        Ok(Self {
+            meta,
+            metrics,
+            thresholds,
+            self_check,
+            active_clients,
+        })
+    }
+
+    /// Writes the file (creating its directory), through a temporary name so a reader never
+    /// sees half a file.
+    pub fn write(&self, path: &Path) -> Result<(), ResultsError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let partial = path.with_extension("partial");
+        std::fs::write(&partial, self.to_bytes())?;
+        std::fs::rename(&partial, path)?;
+        Ok(())
+    }
+
+    pub fn read(path: &Path) -> Result<Self, ResultsError> {
+        Self::from_bytes(&std::fs::read(path)?)
+    }
+}
+
+/// A JSON section payload.
+fn json<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).expect("plain data serialises")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,210 @@
+//! Round trips, exact merges, and refusal of damaged files.
+
+use super::*;
+use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord};
+
+/// A latency like real ones: mostly around a mode, with a long tail.
+fn latency_us(i: u64) -> u64 {
+    let spread = (i.wrapping_mul(2_654_435_761) % 1000) as f64 / 1000.0;
+    (800.0
+        + 400.0 * spread
+        + if i.is_multiple_of(97) {
+            20_000.0 * spread
+        } else {
+            0.0
+        }) as u64
+}
+
+fn record(metrics: &mut RunMetrics, i: u64, per_second: u64) {
+    let second = i / per_second;
+    if i.is_multiple_of(211) {
+        metrics.record_error((i % 2) as usize, second, ErrorKind::Timeout, 30);
+        return;
+    }
+    metrics.record_response(&ResponseRecord {
+        tag: (i % 2) as usize,
+        second,
+        latency: Duration::from_micros(latency_us(i)),
+        phases: PhaseTimings {
+            connect: i.is_multiple_of(50).then(|| Duration::from_micros(90)),
+            write: Duration::from_micros(3),
+            wait: Duration::from_micros(latency_us(i) - 10),
+            read: Duration::from_micros(7),
+        },
+        status: if i.is_multiple_of(13) { 503 } else { 200 },
+        bytes_sent: 40,
+        bytes_received: 120,
+        body_bytes: 20,
+        expected_interval: std::time::Duration::ZERO,
+    });
+}
+
+fn meta(tags: usize) -> RunMeta {
+    RunMeta {
+        command: "run".into(),
+        name: "sample".into(),
+        target: "http://127.0.0.1:1".into(),
+        barrage_version: "0.1.0".into(),
+        plan: serde_json::json!({"name": "sample"}),
+        script: Some("sample.js".into()),
+        overrides: BTreeMap::from([("seed".to_string(), "7".to_string())]),
+        seed: Some(7),
+        machine: Machine::current(),
+        started_at_unix_ns: 1_700_000_000_123_456_789,
+        ended_at_unix_ns: 1_700_000_010_123_456_789,
+        elapsed_ns: 10_000_000_000,
+        interrupted: false,
+        threads: 2,
+        tags: (0..tags).map(|i| format!("tag{i}")).collect(),
+        planned_arrivals: Some(PlannedArrivalsBits {
+            expected_f64_bits: 0.1f64.to_bits(),
+            seconds_f64_bits: 10.0f64.to_bits(),
+        }),
+        merged_from: Vec::new(),
+    }
+}
+
+fn sample(requests: u64, per_second: u64) -> ResultsFile {
+    let mut metrics = RunMetrics::new(2).with_checks([("ok", false)]);
+    for i in 0..requests {
+        record(&mut metrics, i, per_second);
+    }
+    metrics.record_check(0, true);
+    for second in 0..5 {
+        metrics.record_session_start(second);
+    }
+    metrics.record_session_dropped(3);
+    ResultsFile {
+        meta: meta(2),
+        metrics,
+        thresholds: None,
+        self_check: None,
+        active_clients: None,
+    }
+}
+
+#[test]
+fn a_file_reads_back_to_the_same_bytes_and_figures() {
+    let mut file = sample(20_000, 2_000);
+    file.thresholds = Some(serde_json::json!([{"metric": "p95", "ok": true}]));
+    file.active_clients = Some(vec![3, 50, 48, 0]);
+    let bytes = file.to_bytes();
+    let back = ResultsFile::from_bytes(&bytes).unwrap();
+    assert_eq!(back.meta, file.meta);
+    assert_eq!(back.thresholds, file.thresholds);
+    assert_eq!(back.self_check, None);
+    assert_eq!(back.active_clients, file.active_clients);
+    assert_eq!(back.metrics.checks, file.metrics.checks);
+    assert_eq!(back.metrics.sessions, file.metrics.sessions);
+    assert_eq!(
+        back.metrics.sessions_per_second,
+        file.metrics.sessions_per_second
+    );
+    for (b, f) in back.metrics.tags.iter().zip(&file.metrics.tags) {
+        assert_eq!(b.latency, f.latency);
+        assert_eq!(b.series, f.series);
+        assert_eq!(b.errors, f.errors);
+        assert_eq!(b.latency_by_second.len(), f.latency_by_second.len());
+    }
+    assert_eq!(back.to_bytes(), bytes);
+}
+
+#[test]
+fn merging_two_halves_equals_the_whole_run_exactly() {
+    let mut halves = [sample(0, 1000), sample(0, 1000)];
+    let mut whole = sample(0, 1000);
+    for i in 0..30_000u64 {
+        record(&mut halves[i.is_multiple_of(3) as usize].metrics, i, 1000);
+        record(&mut whole.metrics, i, 1000);
+    }
+    // Both halves and the whole counted one check pass and five sessions each.
+    whole.metrics.merge(&sample(0, 1000).metrics);
+    let parts: Vec<ResultsFile> = halves
+        .iter()
+        .map(|h| ResultsFile::from_bytes(&h.to_bytes()).unwrap())
+        .collect();
+    let merged = merge(&parts, &["a".into(), "b".into()]).unwrap();
+    let merged = ResultsFile::from_bytes(&merged.to_bytes()).unwrap();
+    assert_eq!(merged.meta.threads, 4);
+    assert_eq!(merged.meta.merged_from, vec!["a", "b"]);
+    // Same histograms, counters and series, so the measurement sections are byte-identical.
+    assert_eq!(
+        metrics_codec::encode_totals(&merged.metrics),
+        metrics_codec::encode_totals(&whole.metrics)
+    );
+    assert_eq!(
+        metrics_codec::encode_series(&merged.metrics),
+        metrics_codec::encode_series(&whole.metrics)
+    );
+    assert_eq!(merged.metrics.checks, whole.metrics.checks);
+    assert_eq!(
+        merged.metrics.sessions_per_second,
+        whole.metrics.sessions_per_second
+    );
+    assert_eq!(
+        merged.metrics.tags[0].latency.count(),
+        whole.metrics.tags[0].latency.count()
+    );
+}
+
+#[test]
+fn merging_files_of_different_plans_is_refused() {
+    let a = sample(10, 10);
+    let mut b = sample(10, 10);
+    b.meta.tags = vec!["x".into(), "y".into()];
+    let error = merge(&[a, b], &["a.brr".into(), "b.brr".into()]).unwrap_err();
+    assert!(error.to_string().contains("not the same plan"), "{error}");
+}
+
+#[test]
+fn damaged_files_give_one_line_never_a_panic() {
+    let bytes = sample(3_000, 1_000).to_bytes();
+    let one_line = |e: ResultsError| {
+        let text = e.to_string();
+        assert!(!text.contains('\n'), "{text}");
+        text
+    };
+    // Every truncation.
+    for len in 0..bytes.len() {
+        let e = ResultsFile::from_bytes(&bytes[..len]).unwrap_err();
+        let text = one_line(e);
+        assert!(
+            text.contains("truncated") || text.contains("not a barrage results file"),
+            "{len}: {text}"
+        );
+    }
+    // A flipped bit anywhere.
+    for at in (0..bytes.len()).step_by(7) {
+        let mut flipped = bytes.clone();
+        flipped[at] ^= 0x10;
+        match ResultsFile::from_bytes(&flipped) {
+            Err(e) => {
+                one_line(e);
+            }
+            Ok(_) => panic!("a bit flipped at byte {at} was not noticed"),
+        }
+    }
+    assert!(matches!(
+        ResultsFile::from_bytes(b"PK\x03\x04 a zip file"),
+        Err(ResultsError::NotResults)
+    ));
+    let mut newer = bytes.clone();
+    newer[8] = 9;
+    let e = ResultsFile::from_bytes(&newer).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "results format version 9 is not supported (this barrage reads version 1)"
+    );
+}
+
+#[test]
+fn size_follows_seconds_and_tags_not_requests() {
+    let light = sample(60 * 100, 100).to_bytes().len();
+    let heavy = sample(60 * 10_000, 10_000).to_bytes().len();
+    // A hundred times the requests over the same minute: a few times the bytes at most
+    // (more distinct latencies per second), far from a hundred.
+    assert!(heavy < light * 6, "light {light} B, heavy {heavy} B");
+    // Per tag and second, a few hundred bytes to a few kB.
+    let per_tag_second = heavy / (60 * 2);
+    assert!(per_tag_second < 4_000, "{per_tag_second} B per tag-second");
+}
