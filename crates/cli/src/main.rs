@@ -1,6 +1,7 @@
 //! The `barrage` binary: parses the command line and wires script/plan, engine, and reports.
 
 mod overrides;
+mod protocol_flags;
 mod quick;
 mod runner;
 mod scenario;
@@ -55,6 +56,8 @@ struct OverrideArgs {
     /// Worker threads (default: one per CPU this process may use)
     #[arg(long)]
     threads: Option<usize>,
+    #[command(flatten)]
+    protocol: protocol_flags::ProtocolArgs,
 }
 
 impl OverrideArgs {
@@ -69,6 +72,7 @@ impl OverrideArgs {
                 .transpose()?,
             seed: self.seed,
             threads: self.threads,
+            protocol: self.protocol.clone(),
         })
     }
 }
@@ -100,6 +104,20 @@ struct TargetArgs {
     /// Server threads (default: one per CPU)
     #[arg(long)]
     threads: Option<usize>,
+    /// Serve HTTPS with a generated self-signed certificate (ALPN h2 and http/1.1); the
+    /// second line printed names the certificate file (PEM, for --cacert) and its fingerprint
+    #[arg(long)]
+    tls: bool,
+    /// Where to write the generated certificate (default: a file in the temp directory)
+    #[arg(long, value_name = "FILE", requires = "tls")]
+    cert_out: Option<PathBuf>,
+    /// Speak cleartext HTTP/2 (prior knowledge) only; without it, h2c is still recognised
+    /// next to HTTP/1.1
+    #[arg(long, conflicts_with = "http1_only")]
+    h2c: bool,
+    /// Speak HTTP/1.1 only (over TLS: offer only http/1.1 by ALPN)
+    #[arg(long)]
+    http1_only: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -202,12 +220,48 @@ fn target_command(args: &TargetArgs) -> anyhow::Result<i32> {
     if args.threads == Some(0) {
         return Err(usage("--threads must be at least 1"));
     }
+    let tls = if args.tls {
+        Some(barrage_target::SelfSigned::generate().context("generating the certificate")?)
+    } else {
+        None
+    };
+    let protocols = if args.h2c {
+        if args.tls {
+            return Err(usage(
+                "--h2c is cleartext HTTP/2; with --tls, h2 is offered by ALPN",
+            ));
+        }
+        barrage_target::Protocols::Http2Only
+    } else if args.http1_only {
+        barrage_target::Protocols::Http1Only
+    } else {
+        barrage_target::Protocols::Any
+    };
+    let cert_path = match &tls {
+        None => None,
+        Some(cert) => {
+            let path = args.cert_out.clone().unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("barrage-target-{}.pem", std::process::id()))
+            });
+            std::fs::write(&path, &cert.cert_pem)
+                .with_context(|| format!("--cert-out: cannot write {}", path.display()))?;
+            Some((path, cert.fingerprint()))
+        }
+    };
     let config = barrage_target::TargetConfig {
         listen,
         threads: args.threads,
+        tls,
+        protocols,
     };
     barrage_target::serve_blocking(config, |addr| {
         println!("barrage target listening on {addr}");
+        if let Some((path, fingerprint)) = &cert_path {
+            println!(
+                "barrage target certificate {} {fingerprint}",
+                path.display()
+            );
+        }
         let _ = std::io::stdout().flush();
     })
     .context("barrage target")?;
@@ -218,6 +272,7 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
     let target = barrage_target::spawn(barrage_target::TargetConfig {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         threads: None,
+        ..Default::default()
     })
     .context("starting the bundled target")?;
     let url = format!("http://{}/health", target.addr());
@@ -247,6 +302,7 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
         output: None,
         threads: None,
         print_plan: false,
+        protocol: Default::default(),
     };
     let plan = quick_plan(&quick)?;
     let finished = runner::execute(&plan, runner::progress_wanted())?;

@@ -1,6 +1,7 @@
 //! Run-time overrides of a plan (`--target`, `--rate-factor`, `--duration-limit`, `--seed`):
 //! try a big definition on a small machine without editing it.
 
+use crate::protocol_flags::ProtocolArgs;
 use crate::usage::usage;
 use barrage_plan::{ArrivalPhase, Plan, Target, Workload};
 use std::time::Duration;
@@ -12,6 +13,8 @@ pub struct Overrides {
     pub duration_limit: Option<Duration>,
     pub seed: Option<u64>,
     pub threads: Option<usize>,
+    /// HTTP version, TLS and connection-model flags.
+    pub protocol: ProtocolArgs,
 }
 
 /// Cuts arrival phases so they end at `limit`; a ramp cut short ends at the rate it had
@@ -40,6 +43,7 @@ fn cap_phases(phases: &[ArrivalPhase], limit: Duration) -> Vec<ArrivalPhase> {
 
 impl Overrides {
     pub fn apply(&self, plan: &mut Plan) -> anyhow::Result<()> {
+        self.protocol.apply(&mut plan.options)?;
         if let Some(url) = &self.target {
             plan.target = Target::parse(url).map_err(|e| usage(format!("--target: {e}")))?;
         }

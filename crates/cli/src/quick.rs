@@ -1,5 +1,6 @@
 //! `barrage quick`: hey's flags, compiled into the same [`Plan`] a scenario script produces.
 
+use crate::protocol_flags::ProtocolArgs;
 use crate::usage::usage;
 use barrage_plan::{
     parse_duration, ArrivalRate, Body, ClosedVus, Header, HeaderField, Method, Plan, RequestStep,
@@ -68,6 +69,8 @@ pub struct QuickArgs {
     /// Print the plan this command compiles to, as JSON, and exit
     #[arg(long)]
     pub print_plan: bool,
+    #[command(flatten)]
+    pub protocol: ProtocolArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -211,7 +214,7 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
     if args.threads == Some(0) {
         return Err(usage("--threads must be at least 1"));
     }
-    let plan = Plan {
+    let mut plan = Plan {
         format_version: PLAN_FORMAT_VERSION,
         name: "quick".into(),
         options: TestOptions {
@@ -221,6 +224,7 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
             headers: Vec::new(),
             threads: args.threads,
             seed: None,
+            ..TestOptions::default()
         },
         workload,
         tags: vec![format!("{} {}", method.as_str(), path)],
@@ -242,6 +246,7 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
         target,
         data_sources: Vec::new(),
     };
+    args.protocol.apply(&mut plan.options)?;
     plan.validate().map_err(|e| usage(e.to_string()))?;
     Ok(plan)
 }

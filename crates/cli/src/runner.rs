@@ -1,7 +1,7 @@
 //! Runs a plan for any command: the engine on its own thread, with live progress on a TTY and
 //! Ctrl-C handling (first: stop and report what was done; second: exit at once).
 
-use crate::usage::exit;
+use crate::usage::{exit, usage};
 use barrage_engine::{LiveSnapshot, RunControl};
 use barrage_plan::{Plan, Workload};
 use barrage_report::{PlannedArrivals, RunInfo, Summary};
@@ -23,6 +23,9 @@ pub fn progress_wanted() -> bool {
 
 /// Runs `plan` to its end (or to Ctrl-C) and summarises it.
 pub fn execute(plan: &Plan, show_progress: bool) -> anyhow::Result<Finished> {
+    // Bad TLS input (an unreadable --cacert, a key that does not match) is a usage error,
+    // found before any load starts.
+    barrage_engine::connector(plan).map_err(|e| usage(format!("TLS: {e}")))?;
     let control = RunControl::default();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let engine = {

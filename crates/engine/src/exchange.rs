@@ -1,12 +1,13 @@
-//! One request of a client: build its bytes into a pooled buffer, connect if needed, time
-//! each phase, apply the timeout, retry once a keep-alive connection the server closed while
-//! idle, record the outcome, and run the request's extractions.
+//! One request of a client: build its bytes into a pooled buffer, get a connection by the
+//! connection model (the client's own, or a lease from the worker's shared pool), connect if
+//! needed (TCP, TLS, HTTP/2), time each phase, apply the timeout, retry once a keep-alive
+//! connection the server closed while idle, record the outcome, and run the extractions.
 
 use crate::client::Client;
 use crate::session::request::CompiledRequest;
 use crate::session::values::Eval;
 use crate::worker::Worker;
-use barrage_http::{connect, Capture, Captured, Connection, Exchange};
+use barrage_http::{AnyConnection, Capture, Captured, Exchange};
 use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord};
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 struct Attempt {
     exchange: Exchange,
     connect: Option<Duration>,
+    tls: Option<Duration>,
     write_started: Instant,
 }
 
@@ -37,16 +39,35 @@ impl Client {
         });
         let mut captured = (!request.extraction.is_empty()).then(|| worker.captures.take());
         let sent = bytes.len() as u64;
-        let outcome = tokio::time::timeout(
-            worker.run.timeout,
-            attempt(
-                &mut self.connection,
-                worker,
-                &bytes,
-                request,
-                captured.as_deref_mut(),
-            ),
-        )
+        let outcome = tokio::time::timeout(worker.run.timeout, async {
+            match &worker.connections.pool {
+                None => {
+                    attempt(
+                        &mut self.connection,
+                        worker,
+                        &bytes,
+                        request,
+                        captured.as_deref_mut(),
+                    )
+                    .await
+                }
+                Some(pool) => {
+                    let mut lease = pool.checkout().await;
+                    let result = attempt(
+                        &mut lease.connection,
+                        worker,
+                        &bytes,
+                        request,
+                        captured.as_deref_mut(),
+                    )
+                    .await;
+                    let reusable =
+                        matches!(&result, Ok(a) if a.exchange.keep_alive) && worker.run.keep_alive;
+                    lease.finish(reusable);
+                    result
+                }
+            }
+        })
         .await;
         let capacity = bytes.capacity();
         worker.request_buffers.give(bytes, capacity);
@@ -62,6 +83,7 @@ impl Client {
                     latency: exchange.done_at.saturating_duration_since(intended),
                     phases: PhaseTimings {
                         connect: attempt.connect,
+                        tls: attempt.tls,
                         write: exchange
                             .written_at
                             .saturating_duration_since(attempt.write_started),
@@ -108,23 +130,42 @@ impl Client {
 }
 
 async fn attempt(
-    connection: &mut Option<Connection>,
+    connection: &mut Option<AnyConnection>,
     worker: &Worker,
     bytes: &[u8],
     request: &CompiledRequest,
     mut captured: Option<&mut Captured>,
 ) -> Result<Attempt, ErrorKind> {
     let mut connect_time = None;
+    let mut tls_time = None;
     let mut retried = false;
     loop {
         let reused = connection.is_some();
         if !reused {
-            let addrs = worker.run.addrs.as_ref().as_ref().map_err(|kind| *kind)?;
-            let started = Instant::now();
-            let stream = connect(addrs).await?;
-            connect_time = Some(started.elapsed());
+            let settings = &worker.run.connection;
+            let local = worker.connections.next_local(settings);
+            let opened = match settings.dns_ttl {
+                None => {
+                    let addrs = worker.run.addrs.as_ref().as_ref().map_err(|kind| *kind)?;
+                    settings.connector.open(addrs, local).await?
+                }
+                Some(ttl) => {
+                    let addrs = worker
+                        .connections
+                        .resolve_with_ttl(ttl, &settings.host, settings.port)
+                        .await?;
+                    settings.connector.open(&addrs, local).await?
+                }
+            };
+            connect_time = Some(opened.connect);
+            tls_time = opened.tls;
             worker.connection_opened();
-            *connection = Some(Connection::new(stream));
+            {
+                let mut metrics = worker.metrics.borrow_mut();
+                metrics.connections_tls += u64::from(opened.tls.is_some());
+                metrics.connections_h2 += u64::from(opened.connection.is_h2());
+            }
+            *connection = Some(opened.connection);
         }
         let open = connection.as_mut().expect("connected above");
         let mut capture = captured.as_deref_mut().map(|into| Capture {
@@ -146,6 +187,7 @@ async fn attempt(
                 return Ok(Attempt {
                     exchange,
                     connect: connect_time,
+                    tls: tls_time,
                     write_started,
                 })
             }

@@ -3,6 +3,7 @@
 
 use crate::compile::CompiledPlan;
 use crate::control::{LiveSlot, RunControl};
+use crate::protocol::{ConnectionSettings, WorkerConnections};
 use crate::session::binds::RowCursors;
 use crate::session::Scratch;
 use barrage_http::{Captured, ReadBuffers};
@@ -37,6 +38,8 @@ pub(crate) struct Worker {
     /// Sequential row-pick cursors, one per data source.
     pub rows: RowCursors,
     pub request_ids: RequestIds,
+    /// The shared pool, source-address cursor and re-resolved addresses.
+    pub connections: WorkerConnections,
 }
 
 /// Buffers larger than this are freed rather than pooled after use.
@@ -134,6 +137,8 @@ pub(crate) struct RunSettings {
     pub addrs: Arc<Result<Vec<SocketAddr>, ErrorKind>>,
     pub timeout: Duration,
     pub keep_alive: bool,
+    /// How connections are opened (TLS, HTTP version) and shared.
+    pub connection: ConnectionSettings,
     pub run_start: Instant,
     pub deadline: Option<Instant>,
     pub control: RunControl,
@@ -160,6 +165,7 @@ impl Worker {
             scratch: RefCell::new(Scratch::default()),
             rows: RowCursors::new(init.run.plan.data.len(), init.run.index, init.workers),
             request_ids: RequestIds::new(init.run_id, init.run.index),
+            connections: WorkerConnections::new(&init.run.connection),
             run: init.run,
             remaining: Cell::new(init.iterations),
             metrics: RefCell::new(metrics),

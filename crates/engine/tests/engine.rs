@@ -13,6 +13,7 @@ fn target() -> barrage_target::RunningTarget {
     barrage_target::spawn(barrage_target::TargetConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         threads: Some(1),
+        ..Default::default()
     })
     .expect("target starts")
 }

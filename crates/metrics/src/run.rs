@@ -54,6 +54,8 @@ impl StatusCounts {
 pub struct PhaseTimings {
     /// Time to resolve and connect, when this request opened a new connection.
     pub connect: Option<Duration>,
+    /// TLS handshake time, when this request opened a new TLS connection.
+    pub tls: Option<Duration>,
     /// From starting to write the request to having written all of it.
     pub write: Duration,
     /// From the request written to the first response byte.
@@ -68,6 +70,8 @@ pub struct TagMetrics {
     /// Response latency from the request's intended start to its last byte.
     pub latency: LatencyHistogram,
     pub connect: LatencyHistogram,
+    /// TLS handshakes (`http_req_tls_handshaking`).
+    pub tls: LatencyHistogram,
     pub write: LatencyHistogram,
     pub wait: LatencyHistogram,
     pub read: LatencyHistogram,
@@ -111,6 +115,7 @@ impl TagMetrics {
     pub fn merge(&mut self, other: &TagMetrics) {
         self.latency.merge(&other.latency);
         self.connect.merge(&other.connect);
+        self.tls.merge(&other.tls);
         self.write.merge(&other.write);
         self.wait.merge(&other.wait);
         self.read.merge(&other.read);
@@ -192,6 +197,9 @@ pub struct RunMetrics {
     pub tags: Vec<TagMetrics>,
     pub sessions: SessionCounters,
     pub connections_opened: u64,
+    /// Of `connections_opened`: those over TLS, and those speaking HTTP/2.
+    pub connections_tls: u64,
+    pub connections_h2: u64,
     /// One entry per check of the plan, in plan order (sessions in order, steps depth-first);
     /// the engine refers to them by index.
     pub checks: Vec<CheckCounts>,
@@ -241,6 +249,9 @@ impl RunMetrics {
         if let Some(connect) = r.phases.connect {
             tag.connect.record(connect);
         }
+        if let Some(tls) = r.phases.tls {
+            tag.tls.record(tls);
+        }
         tag.write.record(r.phases.write);
         tag.wait.record(r.phases.wait);
         tag.read.record(r.phases.read);
@@ -276,6 +287,8 @@ impl RunMetrics {
         }
         self.sessions.merge(&other.sessions);
         self.connections_opened += other.connections_opened;
+        self.connections_tls += other.connections_tls;
+        self.connections_h2 += other.connections_h2;
         // Checks are aligned by index like tags; a longer `other` brings its names along.
         for (i, theirs) in other.checks.iter().enumerate() {
             match self.checks.get_mut(i) {
@@ -320,6 +333,7 @@ mod tests {
                 connect: micros
                     .is_multiple_of(3)
                     .then(|| Duration::from_micros(micros / 3)),
+                tls: None,
                 write: Duration::from_micros(1),
                 wait: Duration::from_micros(micros / 2),
                 read: Duration::from_micros(2),

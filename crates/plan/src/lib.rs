@@ -5,11 +5,16 @@
 //! construction helpers and validation.
 
 mod duration;
+mod protocol;
 mod session;
 mod target;
 mod workload;
 
 pub use duration::{parse_duration, DurationError};
+pub use protocol::{
+    parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion, TlsOptions,
+    TlsVersion,
+};
 pub use session::{
     walk_steps, Binding, Body, Check, CompareOp, Condition, DataSource, Extraction, Extractor,
     HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value, Wait,
@@ -61,6 +66,15 @@ pub struct TestOptions {
     /// the same seed and plan give the same schedule.
     #[serde(default)]
     pub seed: Option<u64>,
+    /// HTTP version (`"1.1"`, `"2"`, `"auto"`).
+    #[serde(default)]
+    pub http: HttpVersion,
+    #[serde(default)]
+    pub tls: TlsOptions,
+    #[serde(default)]
+    pub http2: Http2Options,
+    #[serde(default)]
+    pub connections: ConnectionOptions,
 }
 
 impl Default for TestOptions {
@@ -72,6 +86,10 @@ impl Default for TestOptions {
             headers: Vec::new(),
             threads: None,
             seed: None,
+            http: HttpVersion::Auto,
+            tls: TlsOptions::default(),
+            http2: Http2Options::default(),
+            connections: ConnectionOptions::default(),
         }
     }
 }

@@ -100,6 +100,9 @@ pub struct Summary {
     pub iterations: u64,
     pub sessions: SessionCounters,
     pub connections_opened: u64,
+    /// Of `connections_opened`: over TLS, and speaking HTTP/2.
+    pub connections_tls: u64,
+    pub connections_h2: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
     /// Body bytes of all responses ("Total data").
@@ -139,6 +142,7 @@ impl Summary {
         let responses = total.responses();
         let details = BTreeMap::from([
             ("connect", PhaseSummary::of(&total.connect)),
+            ("tls", PhaseSummary::of(&total.tls)),
             ("write", PhaseSummary::of(&total.write)),
             ("wait", PhaseSummary::of(&total.wait)),
             ("read", PhaseSummary::of(&total.read)),
@@ -164,6 +168,8 @@ impl Summary {
             iterations: metrics.sessions.completed,
             sessions: metrics.sessions,
             connections_opened: metrics.connections_opened,
+            connections_tls: metrics.connections_tls,
+            connections_h2: metrics.connections_h2,
             bytes_sent: total.bytes_sent,
             bytes_received: total.bytes_received,
             total_data_bytes: total.body_bytes,
@@ -227,6 +233,7 @@ pub(crate) mod tests {
                 latency: Duration::from_micros(1000 + i * 10),
                 phases: PhaseTimings {
                     connect: (i == 0).then_some(Duration::from_micros(200)),
+                    tls: None,
                     write: Duration::from_micros(5),
                     wait: Duration::from_micros(900),
                     read: Duration::from_micros(3),

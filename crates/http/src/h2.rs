@@ -1,0 +1,233 @@
+//! One HTTP/2 connection (h2c by prior knowledge or h2 negotiated over TLS) on the `h2` crate.
+//! Requests arrive as the same HTTP/1.1 bytes the HTTP/1.1 path writes (pre-encoded or
+//! rendered) and are turned into HTTP/2 header blocks here, so every request source works
+//! over both protocols; HTTP/1.1-only headers (Host, Connection...) are mapped or dropped.
+//! The connection's frames are driven by a task of its own; clones of the handle share it.
+
+use crate::capture::Capture;
+use crate::classify::classify_io_error;
+use crate::connection::Exchange;
+use crate::stream::Stream;
+use barrage_metrics::ErrorKind;
+use bytes::Bytes;
+use h2::client::SendRequest;
+use http::uri::{Authority, Scheme};
+use http::{HeaderName, HeaderValue, Method, Request, Uri};
+use std::future::poll_fn;
+use std::time::Instant;
+
+/// HTTP/2 settings the client announces; `None` keeps the protocol default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct H2Settings {
+    pub initial_window_size: Option<u32>,
+    pub initial_connection_window_size: Option<u32>,
+}
+
+/// Headers of the request's head that HTTP/2 forbids (RFC 9113 §8.2.2) or carries
+/// otherwise (`Host` becomes `:authority`).
+fn is_connection_specific(name: &[u8]) -> bool {
+    [
+        &b"host"[..],
+        b"connection",
+        b"keep-alive",
+        b"proxy-connection",
+        b"transfer-encoding",
+        b"upgrade",
+        b"te",
+    ]
+    .iter()
+    .any(|n| name.eq_ignore_ascii_case(n))
+}
+
+/// Maps an `h2` failure to its kind.
+pub fn classify_h2_error(error: &h2::Error) -> ErrorKind {
+    if let Some(io) = error.get_io() {
+        return classify_io_error(io, false);
+    }
+    if error.is_go_away() {
+        return ErrorKind::H2GoAway;
+    }
+    if error.is_reset() {
+        return if error.reason() == Some(h2::Reason::REFUSED_STREAM) {
+            ErrorKind::H2StreamLimit
+        } else {
+            ErrorKind::H2StreamReset
+        };
+    }
+    ErrorKind::H2Protocol
+}
+
+fn h2_error(error: h2::Error) -> ErrorKind {
+    classify_h2_error(&error)
+}
+
+/// A handle on an HTTP/2 connection. Cloning it gives another handle on the same
+/// connection (streams multiplex); the connection closes when every handle is gone.
+#[derive(Clone)]
+pub struct H2Connection {
+    send: SendRequest<Bytes>,
+    scheme: Scheme,
+    /// The last `Host` value seen and its parsed form: requests of one target repeat it.
+    authority: Option<(Bytes, Authority)>,
+    exchanges: u64,
+    /// Whether the last exchange opened its stream; one that failed before was refused by a
+    /// connection the server had already closed, and is safe to retry.
+    stream_opened: bool,
+}
+
+impl H2Connection {
+    /// Runs the HTTP/2 handshake over `stream` and spawns the task that drives the
+    /// connection (on the current runtime).
+    pub async fn handshake(
+        stream: Stream,
+        settings: &H2Settings,
+    ) -> Result<H2Connection, ErrorKind> {
+        let scheme = if stream.is_tls() {
+            Scheme::HTTPS
+        } else {
+            Scheme::HTTP
+        };
+        let mut builder = h2::client::Builder::new();
+        builder.enable_push(false);
+        if let Some(size) = settings.initial_window_size {
+            builder.initial_window_size(size);
+        }
+        if let Some(size) = settings.initial_connection_window_size {
+            builder.initial_connection_window_size(size);
+        }
+        let (send, connection) = builder.handshake(stream).await.map_err(h2_error)?;
+        tokio::spawn(async move {
+            // Its end (GOAWAY, reset, close) reaches the streams as their errors.
+            let _ = connection.await;
+        });
+        Ok(H2Connection {
+            send,
+            scheme,
+            authority: None,
+            exchanges: 0,
+            stream_opened: false,
+        })
+    }
+
+    pub fn exchanges(&self) -> u64 {
+        self.exchanges
+    }
+
+    pub fn response_started(&self) -> bool {
+        self.stream_opened
+    }
+
+    /// Converts `request` (an encoded HTTP/1.1 request) into an HTTP/2 request and its body.
+    fn convert(&mut self, request: &[u8]) -> Result<(Request<()>, Bytes), ErrorKind> {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut parsed = httparse::Request::new(&mut headers);
+        let head_len = match parsed.parse(request) {
+            Ok(httparse::Status::Complete(len)) => len,
+            _ => return Err(ErrorKind::Malformed),
+        };
+        let method = Method::from_bytes(parsed.method.unwrap_or("GET").as_bytes())
+            .map_err(|_| ErrorKind::Malformed)?;
+        let host = parsed
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case("host"))
+            .map_or(&b""[..], |h| h.value);
+        let authority = match &self.authority {
+            Some((seen, parsed)) if seen[..] == *host => parsed.clone(),
+            _ => {
+                let parsed = Authority::try_from(host).map_err(|_| ErrorKind::Malformed)?;
+                self.authority = Some((Bytes::copy_from_slice(host), parsed.clone()));
+                parsed
+            }
+        };
+        let uri = Uri::builder()
+            .scheme(self.scheme.clone())
+            .authority(authority)
+            .path_and_query(parsed.path.unwrap_or("/"))
+            .build()
+            .map_err(|_| ErrorKind::Malformed)?;
+        let mut out = Request::new(());
+        *out.method_mut() = method;
+        *out.uri_mut() = uri;
+        *out.version_mut() = http::Version::HTTP_2;
+        let map = out.headers_mut();
+        for header in parsed.headers.iter() {
+            if is_connection_specific(header.name.as_bytes()) {
+                continue;
+            }
+            let name =
+                HeaderName::from_bytes(header.name.as_bytes()).map_err(|_| ErrorKind::Malformed)?;
+            let value = HeaderValue::from_bytes(header.value).map_err(|_| ErrorKind::Malformed)?;
+            map.append(name, value);
+        }
+        let body = &request[head_len..];
+        let body = if body.is_empty() {
+            Bytes::new()
+        } else {
+            Bytes::copy_from_slice(body)
+        };
+        Ok((out, body))
+    }
+
+    /// Sends `request` on a new stream and reads the whole response. Byte counts: the
+    /// response head is counted at its decoded size (HPACK makes the wire smaller), the body
+    /// as its DATA payload.
+    pub async fn exchange(
+        &mut self,
+        request: &[u8],
+        expects_body: bool,
+        mut capture: Option<&mut Capture<'_>>,
+    ) -> Result<Exchange, ErrorKind> {
+        self.stream_opened = false;
+        if let Some(capture) = capture.as_deref_mut() {
+            capture.start();
+        }
+        let (head, body) = self.convert(request)?;
+        poll_fn(|cx| self.send.poll_ready(cx))
+            .await
+            .map_err(h2_error)?;
+        let end_of_stream = body.is_empty();
+        let (response, mut send_body) = self
+            .send
+            .send_request(head, end_of_stream)
+            .map_err(h2_error)?;
+        self.stream_opened = true;
+        if !end_of_stream {
+            send_body.send_data(body, true).map_err(h2_error)?;
+        }
+        let written_at = Instant::now();
+        let response = response.await.map_err(h2_error)?;
+        let first_byte_at = Instant::now();
+        let status = response.status().as_u16();
+        // ":status: NNN\r\n" and "name: value\r\n" per header, as a text head would count.
+        let mut received = 14u64;
+        for (name, value) in response.headers() {
+            received += (name.as_str().len() + value.len() + 4) as u64;
+            if let Some(capture) = capture.as_deref_mut() {
+                capture.header(name.as_str(), value.as_bytes());
+            }
+        }
+        let mut body_bytes = 0u64;
+        let mut recv = response.into_body();
+        while let Some(data) = recv.data().await {
+            let data = data.map_err(h2_error)?;
+            let _ = recv.flow_control().release_capacity(data.len());
+            if expects_body {
+                if let Some(sink) = capture.as_deref_mut().and_then(Capture::body_sink) {
+                    sink.extend_from_slice(&data);
+                }
+            }
+            body_bytes += data.len() as u64;
+        }
+        self.exchanges += 1;
+        Ok(Exchange {
+            status,
+            keep_alive: true,
+            bytes_received: received + body_bytes,
+            body_bytes,
+            written_at,
+            first_byte_at,
+            done_at: Instant::now(),
+        })
+    }
+}
