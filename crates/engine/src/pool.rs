@@ -167,7 +167,10 @@ mod tests {
             Poll::Ready(lease) => lease,
             Poll::Pending => panic!("an empty slot is free"),
         };
-        assert!(first.connection.is_none(), "an empty slot is opened by its lease");
+        assert!(
+            first.connection.is_none(),
+            "an empty slot is opened by its lease"
+        );
         let second = match poll_once(pin!(pool.checkout())) {
             Poll::Ready(lease) => lease,
             Poll::Pending => panic!("the second slot is free"),
@@ -175,7 +178,10 @@ mod tests {
         assert_ne!(first.slot, second.slot);
         assert_eq!(pool.occupied(), 2);
         let mut third = pin!(pool.checkout());
-        assert!(poll_once(third.as_mut()).is_pending(), "both slots are opening");
+        assert!(
+            poll_once(third.as_mut()).is_pending(),
+            "both slots are opening"
+        );
         // An open that failed empties its slot, and the waiter gets it.
         first.finish(false);
         assert_eq!(pool.occupied(), 1);

@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 mod support;
 use support::*;
+#[path = "engine/protocols.rs"]
+mod protocols;
 
 fn target() -> barrage_target::RunningTarget {
     barrage_target::spawn(barrage_target::TargetConfig {

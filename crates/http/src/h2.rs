@@ -14,6 +14,8 @@ use h2::client::SendRequest;
 use http::uri::{Authority, Scheme};
 use http::{HeaderName, HeaderValue, Method, Request, Uri};
 use std::future::poll_fn;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// HTTP/2 settings the client announces; `None` keeps the protocol default.
@@ -57,10 +59,6 @@ pub fn classify_h2_error(error: &h2::Error) -> ErrorKind {
     ErrorKind::H2Protocol
 }
 
-fn h2_error(error: h2::Error) -> ErrorKind {
-    classify_h2_error(&error)
-}
-
 /// A handle on an HTTP/2 connection. Cloning it gives another handle on the same
 /// connection (streams multiplex); the connection closes when every handle is gone.
 #[derive(Clone)]
@@ -73,6 +71,9 @@ pub struct H2Connection {
     /// Whether the last exchange opened its stream; one that failed before was refused by a
     /// connection the server had already closed, and is safe to retry.
     stream_opened: bool,
+    /// Set by the connection's task when the server ended it with GOAWAY: `h2` reports the
+    /// streams it cut as broken pipes, this tells them apart from a plain disconnect.
+    went_away: Arc<AtomicBool>,
 }
 
 impl H2Connection {
@@ -95,10 +96,19 @@ impl H2Connection {
         if let Some(size) = settings.initial_connection_window_size {
             builder.initial_connection_window_size(size);
         }
-        let (send, connection) = builder.handshake(stream).await.map_err(h2_error)?;
+        let (send, connection) = builder
+            .handshake(stream)
+            .await
+            .map_err(|e| classify_h2_error(&e))?;
+        let went_away = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&went_away);
         tokio::spawn(async move {
             // Its end (GOAWAY, reset, close) reaches the streams as their errors.
-            let _ = connection.await;
+            if let Err(e) = connection.await {
+                if e.is_go_away() {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            }
         });
         Ok(H2Connection {
             send,
@@ -106,11 +116,21 @@ impl H2Connection {
             authority: None,
             exchanges: 0,
             stream_opened: false,
+            went_away,
         })
     }
 
     pub fn exchanges(&self) -> u64 {
         self.exchanges
+    }
+
+    fn classify(&self, error: h2::Error) -> ErrorKind {
+        match classify_h2_error(&error) {
+            ErrorKind::Reset | ErrorKind::Closed if self.went_away.load(Ordering::Relaxed) => {
+                ErrorKind::H2GoAway
+            }
+            kind => kind,
+        }
     }
 
     pub fn response_started(&self) -> bool {
@@ -185,18 +205,20 @@ impl H2Connection {
         let (head, body) = self.convert(request)?;
         poll_fn(|cx| self.send.poll_ready(cx))
             .await
-            .map_err(h2_error)?;
+            .map_err(|e| self.classify(e))?;
         let end_of_stream = body.is_empty();
         let (response, mut send_body) = self
             .send
             .send_request(head, end_of_stream)
-            .map_err(h2_error)?;
+            .map_err(|e| self.classify(e))?;
         self.stream_opened = true;
         if !end_of_stream {
-            send_body.send_data(body, true).map_err(h2_error)?;
+            send_body
+                .send_data(body, true)
+                .map_err(|e| self.classify(e))?;
         }
         let written_at = Instant::now();
-        let response = response.await.map_err(h2_error)?;
+        let response = response.await.map_err(|e| self.classify(e))?;
         let first_byte_at = Instant::now();
         let status = response.status().as_u16();
         // ":status: NNN\r\n" and "name: value\r\n" per header, as a text head would count.
@@ -210,7 +232,7 @@ impl H2Connection {
         let mut body_bytes = 0u64;
         let mut recv = response.into_body();
         while let Some(data) = recv.data().await {
-            let data = data.map_err(h2_error)?;
+            let data = data.map_err(|e| self.classify(e))?;
             let _ = recv.flow_control().release_capacity(data.len());
             if expects_body {
                 if let Some(sink) = capture.as_deref_mut().and_then(Capture::body_sink) {
@@ -229,5 +251,127 @@ impl H2Connection {
             first_byte_at,
             done_at: Instant::now(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::Captured;
+    use crate::request::RequestSpec;
+    use std::net::SocketAddr;
+
+    /// What the test server does with each stream.
+    #[derive(Clone, Copy)]
+    enum Behaviour {
+        /// Echo the request body back, with the method in `x-method`.
+        Echo,
+        Reset(h2::Reason),
+        GoAway,
+    }
+
+    async fn serve(behaviour: Behaviour) -> SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let mut connection = h2::server::handshake(tcp).await.unwrap();
+            while let Some(Ok((request, mut respond))) = connection.accept().await {
+                match behaviour {
+                    Behaviour::Reset(reason) => respond.send_reset(reason),
+                    Behaviour::GoAway => {
+                        connection.abrupt_shutdown(h2::Reason::INTERNAL_ERROR);
+                    }
+                    Behaviour::Echo => {
+                        let method = request.method().to_string();
+                        let mut body = request.into_body();
+                        let mut data = Vec::new();
+                        while let Some(Ok(chunk)) = body.data().await {
+                            let _ = body.flow_control().release_capacity(chunk.len());
+                            data.extend_from_slice(&chunk);
+                        }
+                        let response = http::Response::builder()
+                            .header("x-method", method)
+                            .body(())
+                            .unwrap();
+                        let mut send = respond.send_response(response, false).unwrap();
+                        send.send_data(Bytes::from(data), true).unwrap();
+                    }
+                }
+            }
+            // Closing at once could reset the socket before the client reads the GOAWAY.
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            drop(connection);
+        });
+        addr
+    }
+
+    async fn open(addr: SocketAddr) -> H2Connection {
+        let tcp = crate::connect(&[addr]).await.unwrap();
+        H2Connection::handshake(Stream::Plain(tcp), &H2Settings::default())
+            .await
+            .unwrap()
+    }
+
+    fn request(method: &str, body: Option<&[u8]>) -> Vec<u8> {
+        RequestSpec {
+            method,
+            authority: "localhost:1",
+            path: "/echo?x=1",
+            headers: &[],
+            body,
+            keep_alive: true,
+            accept_gzip: false,
+        }
+        .encode()
+        .unwrap()
+        .as_bytes()
+        .to_vec()
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn sends_http1_bytes_as_http2_and_captures_the_response() {
+        let addr = serve(Behaviour::Echo).await;
+        let mut connection = open(addr).await;
+        let names = vec!["x-method".to_string()];
+        let mut captured = Captured::default();
+        let mut capture = Capture {
+            headers: &names,
+            body: true,
+            into: &mut captured,
+        };
+        let exchange = connection
+            .exchange(&request("POST", Some(b"hello")), true, Some(&mut capture))
+            .await
+            .unwrap();
+        assert_eq!((exchange.status, exchange.body_bytes), (200, 5));
+        assert_eq!(captured.body(), b"hello");
+        assert_eq!(captured.header(0), Some(&b"POST"[..]));
+        let again = connection
+            .exchange(&request("GET", None), true, None)
+            .await
+            .unwrap();
+        assert_eq!((again.status, again.body_bytes), (200, 0));
+        assert_eq!(connection.exchanges(), 2);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn resets_and_goaway_are_counted_by_kind() {
+        for (behaviour, kind) in [
+            (
+                Behaviour::Reset(h2::Reason::REFUSED_STREAM),
+                ErrorKind::H2StreamLimit,
+            ),
+            (
+                Behaviour::Reset(h2::Reason::INTERNAL_ERROR),
+                ErrorKind::H2StreamReset,
+            ),
+            (Behaviour::GoAway, ErrorKind::H2GoAway),
+        ] {
+            let addr = serve(behaviour).await;
+            let mut connection = open(addr).await;
+            let result = connection.exchange(&request("GET", None), true, None).await;
+            assert_eq!(result.unwrap_err(), kind);
+        }
     }
 }

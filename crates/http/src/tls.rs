@@ -271,3 +271,193 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         self.0.signature_verification_algorithms.supported_schemes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::pki_types::PrivatePkcs8KeyDer;
+    use rustls::ServerConfig;
+    use std::net::SocketAddr;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    struct Cert {
+        pem: String,
+        der: CertificateDer<'static>,
+        key: Vec<u8>,
+        key_pem: String,
+    }
+
+    fn cert(expired: bool) -> Cert {
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        if expired {
+            params.not_before = rcgen::date_time_ymd(2001, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2002, 1, 1);
+        }
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        Cert {
+            pem: cert.pem(),
+            der: cert.der().clone(),
+            key: key.serialize_der(),
+            key_pem: key.serialize_pem(),
+        }
+    }
+
+    /// A TLS server that answers every request with `200 ok`, or requires a client
+    /// certificate signed by `client_root` first.
+    async fn serve(cert: &Cert, client_root: Option<CertificateDer<'static>>) -> SocketAddr {
+        let provider = provider();
+        let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()
+            .unwrap();
+        let builder = match client_root {
+            None => builder.with_no_client_auth(),
+            Some(root) => {
+                let mut roots = RootCertStore::empty();
+                roots.add(root).unwrap();
+                let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                    Arc::new(roots),
+                    provider,
+                )
+                .build()
+                .unwrap();
+                builder.with_client_cert_verifier(verifier)
+            }
+        };
+        let config = builder
+            .with_single_cert(
+                vec![cert.der.clone()],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key.clone())),
+            )
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let mut buf = [0u8; 4096];
+                    while let Ok(n) = tls.read(&mut buf).await {
+                        if n == 0 {
+                            break;
+                        }
+                        let _ = tls
+                            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                            .await;
+                        let _ = tls.flush().await;
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    fn pem_file(name: &str, pem: &str) -> PathBuf {
+        let path = std::env::temp_dir().join(format!("barrage-http-{}-{name}", std::process::id()));
+        std::fs::write(&path, pem).unwrap();
+        path
+    }
+
+    /// Handshakes (and, when it succeeds, one GET) against `addr`.
+    async fn get(addr: SocketAddr, settings: &TlsSettings) -> Result<u16, ErrorKind> {
+        let client = TlsClient::new(settings, "localhost").unwrap();
+        let tcp = crate::connect(&[addr]).await?;
+        let stream = client.handshake(tcp).await?;
+        let mut connection = crate::Connection::new(stream);
+        let request = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
+        let buffers = crate::ReadBuffers::new();
+        Ok(connection
+            .exchange(&buffers, request, true, None)
+            .await?
+            .status)
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn verifies_certificates_and_classifies_each_failure() {
+        let good = cert(false);
+        let addr = serve(&good, None).await;
+        let trusted = TlsSettings {
+            ca_file: Some(pem_file("good.pem", &good.pem)),
+            ..TlsSettings::default()
+        };
+        assert_eq!(get(addr, &trusted).await, Ok(200));
+        assert_eq!(
+            get(addr, &TlsSettings::default()).await,
+            Err(ErrorKind::TlsUnknownCa)
+        );
+        let wrong_name = TlsSettings {
+            server_name: Some("other.example".into()),
+            ..trusted.clone()
+        };
+        assert_eq!(get(addr, &wrong_name).await, Err(ErrorKind::TlsBadName));
+        let insecure = TlsSettings {
+            insecure: true,
+            ..TlsSettings::default()
+        };
+        assert_eq!(get(addr, &insecure).await, Ok(200));
+        for (tls12, tls13) in [(true, false), (false, true)] {
+            let pinned = TlsSettings {
+                tls12,
+                tls13,
+                ..trusted.clone()
+            };
+            assert_eq!(
+                get(addr, &pinned).await,
+                Ok(200),
+                "tls12 {tls12} tls13 {tls13}"
+            );
+        }
+
+        let old = cert(true);
+        let addr = serve(&old, None).await;
+        let trusted_old = TlsSettings {
+            ca_file: Some(pem_file("old.pem", &old.pem)),
+            ..TlsSettings::default()
+        };
+        assert_eq!(get(addr, &trusted_old).await, Err(ErrorKind::TlsExpired));
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn presents_a_client_certificate_when_asked() {
+        let server = cert(false);
+        let client = cert(false);
+        let addr = serve(&server, Some(client.der.clone())).await;
+        let ca = pem_file("server.pem", &server.pem);
+        let client_cert = pem_file("client.pem", &client.pem);
+        let client_key = pem_file("client.key", &client.key_pem);
+        let with_cert = TlsSettings {
+            ca_file: Some(ca.clone()),
+            client_cert: Some((client_cert, client_key)),
+            ..TlsSettings::default()
+        };
+        assert_eq!(get(addr, &with_cert).await, Ok(200));
+        let without = TlsSettings {
+            ca_file: Some(ca),
+            ..TlsSettings::default()
+        };
+        assert!(get(addr, &without).await.is_err());
+    }
+
+    #[test]
+    fn unreadable_files_and_no_versions_are_config_errors() {
+        let missing = TlsSettings {
+            ca_file: Some("/nonexistent/ca.pem".into()),
+            ..TlsSettings::default()
+        };
+        let error = client_config(&missing).unwrap_err().to_string();
+        assert!(error.contains("/nonexistent/ca.pem"), "{error}");
+        let none = TlsSettings {
+            tls12: false,
+            tls13: false,
+            ..TlsSettings::default()
+        };
+        assert!(matches!(
+            client_config(&none),
+            Err(TlsConfigError::NoVersion)
+        ));
+    }
+}
