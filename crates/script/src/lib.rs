@@ -19,6 +19,7 @@ mod definition;
 mod error;
 mod js;
 mod jsval;
+mod protocol;
 mod request;
 mod steps;
 mod value;
