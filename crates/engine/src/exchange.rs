@@ -7,7 +7,7 @@ use crate::client::Client;
 use crate::session::request::CompiledRequest;
 use crate::session::values::Eval;
 use crate::worker::Worker;
-use barrage_http::{AnyConnection, Capture, Captured, Exchange};
+use barrage_http::{AnyConnection, Capture, Captured, ContentCoding, Exchange};
 use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord};
 use std::time::{Duration, Instant};
 
@@ -37,7 +37,9 @@ impl Client {
             };
             request.build(cx, id, &mut worker.scratch.borrow_mut().build, &mut bytes)
         });
-        let mut captured = (!request.extraction.is_empty()).then(|| worker.captures.take());
+        let decode = worker.run.connection.decode_responses;
+        let mut captured =
+            (decode || !request.extraction.is_empty()).then(|| worker.captures.take());
         let sent = bytes.len() as u64;
         let outcome = tokio::time::timeout(worker.run.timeout, async {
             match &worker.connections.pool {
@@ -98,6 +100,7 @@ impl Client {
                     bytes_sent: sent,
                     bytes_received: exchange.bytes_received,
                     body_bytes: exchange.body_bytes,
+                    decoded_body_bytes: decoded_size(worker, captured.as_deref(), &exchange),
                 });
                 self.state.last_status = exchange.status;
                 if let Some(captured) = captured {
@@ -126,6 +129,20 @@ impl Client {
         }
         worker.record_error(request.tag, Instant::now(), kind, sent);
         false
+    }
+}
+
+/// The body's size after content decoding: its wire size unless it came encoded (and was
+/// kept for decoding), and the wire size too when it cannot be decoded.
+fn decoded_size(worker: &Worker, captured: Option<&Captured>, exchange: &Exchange) -> u64 {
+    match captured {
+        Some(captured) if captured.coding() != ContentCoding::Identity => worker
+            .scratch
+            .borrow_mut()
+            .decode
+            .decode(captured)
+            .map_or(exchange.body_bytes, |body| body.len() as u64),
+        _ => exchange.body_bytes,
     }
 }
 
@@ -171,6 +188,7 @@ async fn attempt(
         let mut capture = captured.as_deref_mut().map(|into| Capture {
             headers: &request.extraction.headers,
             body: request.extraction.body,
+            encoded_body: worker.run.connection.decode_responses,
             into,
         });
         let write_started = Instant::now();

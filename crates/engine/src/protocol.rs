@@ -73,6 +73,9 @@ pub(crate) struct ConnectionSettings {
     /// The target's host and port, for re-resolving.
     pub host: String,
     pub port: u16,
+    /// Decode compressed responses (they were asked for with Accept-Encoding) to count their
+    /// decoded size.
+    pub decode_responses: bool,
 }
 
 impl ConnectionSettings {
@@ -87,6 +90,7 @@ impl ConnectionSettings {
             dns_ttl: connections.dns_ttl,
             host: plan.target.host.clone(),
             port: plan.target.port,
+            decode_responses: plan.options.compression,
         })
     }
 }

@@ -292,6 +292,7 @@ mod tests {
             let mut capture = Capture {
                 headers: &names,
                 body: true,
+                encoded_body: false,
                 into: &mut captured,
             };
             let first = conn

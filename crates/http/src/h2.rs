@@ -338,6 +338,7 @@ mod tests {
         let mut capture = Capture {
             headers: &names,
             body: true,
+            encoded_body: false,
             into: &mut captured,
         };
         let exchange = connection

@@ -82,6 +82,8 @@ pub struct TagMetrics {
     pub bytes_received: u64,
     /// Response body bytes as received.
     pub body_bytes: u64,
+    /// Response body bytes after content decoding (gzip, deflate, br).
+    pub decoded_body_bytes: u64,
     /// Extractions (JSONPath, regexp, header) of this tag's responses that found nothing; the
     /// variable stays unset.
     pub extraction_failures: u64,
@@ -126,6 +128,7 @@ impl TagMetrics {
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
         self.body_bytes += other.body_bytes;
+        self.decoded_body_bytes += other.decoded_body_bytes;
         self.extraction_failures += other.extraction_failures;
         self.series.merge(&other.series);
     }
@@ -143,6 +146,8 @@ pub struct ResponseRecord {
     pub bytes_sent: u64,
     pub bytes_received: u64,
     pub body_bytes: u64,
+    /// Body bytes after content decoding (equal to `body_bytes` for identity bodies).
+    pub decoded_body_bytes: u64,
 }
 
 /// What became of sessions (open model) or iterations (closed models).
@@ -259,6 +264,7 @@ impl RunMetrics {
         tag.bytes_sent += r.bytes_sent;
         tag.bytes_received += r.bytes_received;
         tag.body_bytes += r.body_bytes;
+        tag.decoded_body_bytes += r.decoded_body_bytes;
         tag.series.record_response(
             r.second,
             r.latency,
@@ -342,6 +348,7 @@ mod tests {
             bytes_sent: 40,
             bytes_received: 100,
             body_bytes: 60,
+            decoded_body_bytes: 60,
         }
     }
 

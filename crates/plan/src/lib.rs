@@ -16,8 +16,8 @@ pub use protocol::{
     TlsVersion,
 };
 pub use session::{
-    walk_steps, Binding, Body, Check, CompareOp, Condition, DataSource, Extraction, Extractor,
-    HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value, Wait,
+    walk_steps, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource, Extraction,
+    Extractor, HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value, Wait,
 };
 pub use target::{Scheme, Target, TargetError};
 pub use workload::{ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, Workload, WorkloadError};

@@ -107,6 +107,8 @@ pub struct Summary {
     pub bytes_received: u64,
     /// Body bytes of all responses ("Total data").
     pub total_data_bytes: u64,
+    /// The same after content decoding (gzip, deflate, br): what the application saw.
+    pub decoded_data_bytes: u64,
     pub size_per_request_bytes: u64,
     /// Latency from each request's intended start to its last response byte.
     pub latency: LatencyStats,
@@ -173,6 +175,7 @@ impl Summary {
             bytes_sent: total.bytes_sent,
             bytes_received: total.bytes_received,
             total_data_bytes: total.body_bytes,
+            decoded_data_bytes: total.decoded_body_bytes,
             size_per_request_bytes: total.body_bytes.checked_div(responses).unwrap_or(0),
             latency: total.latency.stats(),
             histogram: total
@@ -242,6 +245,7 @@ pub(crate) mod tests {
                 bytes_sent: 50,
                 bytes_received: 120,
                 body_bytes: 20,
+                decoded_body_bytes: 20,
             });
         }
         metrics.record_error(0, 1, ErrorKind::Timeout, 50);

@@ -421,3 +421,22 @@ fn protocol_options_reach_the_plan_and_bad_ones_are_named() {
     ));
     assert!(e.contains("unknown option `verify`"), "{e}");
 }
+
+#[test]
+fn request_bodies_name_their_compression() {
+    let source = in_session("  session.post('/echo', {payload: 'x', compress: 'br'});");
+    let plan = compile_source(&source, "ok.js", &fixtures()).unwrap();
+    let barrage_plan::Step::Request(request) = &plan.sessions[0].steps[0] else {
+        panic!("not a request: {:?}", plan.sessions[0].steps[0]);
+    };
+    assert_eq!(request.body_coding(), Some(barrage_plan::BodyCoding::Br));
+    let e = error(&in_session(
+        "  session.post('/echo', {payload: 'x', compress: 'zip'});",
+    ));
+    assert!(
+        e.contains("`compress` must be \"gzip\", \"deflate\" or \"br\""),
+        "{e}"
+    );
+    let e = error(&in_session("  session.get('/', {compress: 'gzip'});"));
+    assert!(e.contains("`compress` needs a `payload`"), "{e}");
+}

@@ -227,3 +227,59 @@ fn certificate_failures_and_missing_h2_are_classified() {
     assert!(attempt(&localhost, &|p| p.options.tls.insecure = true).is_empty());
     secure.shutdown();
 }
+
+#[test]
+fn bodies_are_compressed_both_ways_against_echo() {
+    let target = start(None, Protocols::Any);
+    let text = "heartbeat position=1234 channel=news; ".repeat(30);
+    for http in [HttpVersion::Http1, HttpVersion::Http2] {
+        for coding in [BodyCoding::Gzip, BodyCoding::Deflate, BodyCoding::Br] {
+            let mut echo = RequestStep::simple(Method::Post, "/echo", 0);
+            echo.body = Some(Body::Raw {
+                bytes: text.as_bytes().to_vec(),
+            });
+            echo.compress = Some(coding);
+            echo.extraction.push(jsonpath("body", "$.body"));
+            echo.extraction.push(jsonpath("from", "$.decoded_from"));
+            let steps = vec![
+                Step::Request(echo),
+                check(
+                    "body arrived",
+                    var("body"),
+                    "==",
+                    Value::text(text.clone()),
+                    false,
+                ),
+                check(
+                    "decoded",
+                    var("from"),
+                    "==",
+                    Value::text(coding.name()),
+                    false,
+                ),
+            ];
+            let mut plan = scenario_plan(target.addr(), &["echo"], steps, closed(2, 10));
+            plan.options.http = http;
+            let metrics = run(&plan, &RunControl::default()).unwrap().metrics;
+            let name = format!("{http:?} {coding:?}");
+            assert_eq!(check_counts(&metrics, "body arrived"), (10, 0), "{name}");
+            assert_eq!(check_counts(&metrics, "decoded"), (10, 0), "{name}");
+            let tag = &metrics.tags[0];
+            assert_eq!(tag.status.get(200), 10, "{name}");
+            // Sent compressed: the whole request is smaller than the plain body.
+            assert!(
+                tag.bytes_sent < 10 * text.len() as u64,
+                "{name}: {}",
+                tag.bytes_sent
+            );
+            // The target gzips its answers: decoded bytes exceed the bytes on the wire.
+            assert!(
+                tag.decoded_body_bytes > tag.body_bytes && tag.body_bytes > 0,
+                "{name}: wire {} decoded {}",
+                tag.body_bytes,
+                tag.decoded_body_bytes
+            );
+        }
+    }
+    target.shutdown();
+}
