@@ -1,6 +1,8 @@
 //! End-to-end tests of the `barrage` binary: `quick` against the bundled target (run as a
 //! separate `barrage target` process), usage errors, output formats, `demo`, and Ctrl-C.
 
+#[path = "cli/protocols.rs"]
+mod protocols;
 #[path = "cli/scenarios.rs"]
 mod scenarios;
 mod support;
