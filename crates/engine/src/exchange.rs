@@ -209,9 +209,9 @@ async fn attempt(
                     write_started,
                 })
             }
-            // A keep-alive connection the server closed while idle fails before any
-            // response byte; retry such a request once on a fresh connection.
-            Err(ErrorKind::Closed | ErrorKind::Reset)
+            // A keep-alive connection the server closed (or sent GOAWAY on) while idle fails
+            // before any response byte; retry such a request once on a fresh connection.
+            Err(ErrorKind::Closed | ErrorKind::Reset | ErrorKind::H2GoAway)
                 if reused && !retried && !open.response_started() =>
             {
                 *connection = None;

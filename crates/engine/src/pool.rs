@@ -3,7 +3,7 @@
 //! an HTTP/1.1 connection is lent to one request at a time. Clients wait for a slot when all
 //! are busy or being opened, so the pool never holds more than N connections.
 
-use barrage_http::AnyConnection;
+use barrage_http::{AnyConnection, H2Connection};
 use std::cell::{Cell, RefCell};
 use tokio::sync::Notify;
 
@@ -28,11 +28,22 @@ pub(crate) struct SharedPool {
     changed: Notify,
 }
 
+/// What a lease holds of its slot.
+enum Held {
+    /// The slot was empty: the lease opens its connection.
+    Opening,
+    /// The slot's HTTP/1.1 connection, lent whole.
+    Lent,
+    /// One stream on the slot's HTTP/2 connection (this handle identifies it).
+    Stream(H2Connection),
+}
+
 /// A slot held for one request: the connection to use (or `None`: open one into the slot).
 /// Dropped without [`Lease::finish`] (a timed-out request), the slot is emptied.
 pub(crate) struct Lease<'a> {
     pool: &'a SharedPool,
     slot: usize,
+    held: Held,
     pub(crate) connection: Option<AnyConnection>,
     finished: bool,
 }
@@ -68,20 +79,23 @@ impl SharedPool {
         let start = self.cursor.get();
         for k in 0..n {
             let i = (start + k) % n;
-            let connection = match &mut slots[i] {
+            let (held, connection) = match &mut slots[i] {
                 Slot::Ready(AnyConnection::Http2(h2)) if streams[i] < self.max_streams => {
                     streams[i] += 1;
-                    Some(AnyConnection::Http2(h2.clone()))
+                    (
+                        Held::Stream(h2.clone()),
+                        Some(AnyConnection::Http2(h2.clone())),
+                    )
                 }
                 Slot::Ready(AnyConnection::Http1(_)) => {
                     match std::mem::replace(&mut slots[i], Slot::Lent) {
-                        Slot::Ready(connection) => Some(connection),
+                        Slot::Ready(connection) => (Held::Lent, Some(connection)),
                         _ => unreachable!("matched Ready above"),
                     }
                 }
                 Slot::Empty => {
                     slots[i] = Slot::Opening;
-                    None
+                    (Held::Opening, None)
                 }
                 _ => continue,
             };
@@ -89,6 +103,7 @@ impl SharedPool {
             return Some(Lease {
                 pool: self,
                 slot: i,
+                held,
                 connection,
                 finished: false,
             });
@@ -106,25 +121,40 @@ impl SharedPool {
             .count()
     }
 
-    fn release(&self, slot: usize, connection: Option<AnyConnection>, reusable: bool) {
+    /// Takes a lease's slot back. `connection` is what the request ended with: the one it
+    /// was given, a fresh one its retry opened, or none.
+    fn release(&self, slot: usize, held: &Held, connection: Option<AnyConnection>, reusable: bool) {
         let mut slots = self.slots.borrow_mut();
         let mut streams = self.streams.borrow_mut();
-        let was_stream = matches!(connection, Some(AnyConnection::Http2(_)))
-            && matches!(slots[slot], Slot::Ready(_));
-        if was_stream {
-            streams[slot] = streams[slot].saturating_sub(1);
-        }
-        match (connection, reusable) {
-            // A stream on a connection already in the slot: the slot keeps its handle,
-            // unless the connection failed (then it is replaced by the next request).
-            (Some(AnyConnection::Http2(_)), true) if was_stream => {}
-            (Some(connection), true) => {
+        let keep = connection.filter(|_| reusable);
+        match held {
+            Held::Opening | Held::Lent => {
                 streams[slot] = 0;
-                slots[slot] = Slot::Ready(connection);
+                slots[slot] = keep.map_or(Slot::Empty, Slot::Ready);
             }
-            _ => {
-                streams[slot] = 0;
-                slots[slot] = Slot::Empty;
+            Held::Stream(given) => {
+                // The slot may have moved on (emptied, reopened) while this stream ran: only
+                // a slot still holding the connection this stream was given is touched.
+                let still_there = matches!(
+                    &slots[slot],
+                    Slot::Ready(AnyConnection::Http2(current)) if current.same_connection(given)
+                );
+                if still_there {
+                    streams[slot] = streams[slot].saturating_sub(1);
+                    match keep {
+                        // The stream finished on the slot's connection: nothing changes.
+                        Some(AnyConnection::Http2(ended)) if ended.same_connection(given) => {}
+                        // A retry replaced a connection that had failed.
+                        Some(fresh) => {
+                            streams[slot] = 0;
+                            slots[slot] = Slot::Ready(fresh);
+                        }
+                        None => {
+                            streams[slot] = 0;
+                            slots[slot] = Slot::Empty;
+                        }
+                    }
+                }
             }
         }
         drop((slots, streams));
@@ -137,14 +167,15 @@ impl Lease<'_> {
     pub(crate) fn finish(mut self, reusable: bool) {
         self.finished = true;
         let connection = self.connection.take();
-        self.pool.release(self.slot, connection, reusable);
+        self.pool
+            .release(self.slot, &self.held, connection, reusable);
     }
 }
 
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
         if !self.finished {
-            self.pool.release(self.slot, None, false);
+            self.pool.release(self.slot, &self.held, None, false);
         }
     }
 }

@@ -124,6 +124,11 @@ impl H2Connection {
         self.exchanges
     }
 
+    /// Whether both handles drive the same connection.
+    pub fn same_connection(&self, other: &H2Connection) -> bool {
+        Arc::ptr_eq(&self.went_away, &other.went_away)
+    }
+
     fn classify(&self, error: h2::Error) -> ErrorKind {
         match classify_h2_error(&error) {
             ErrorKind::Reset | ErrorKind::Closed if self.went_away.load(Ordering::Relaxed) => {
