@@ -134,6 +134,13 @@ impl H2Connection {
             ErrorKind::Reset | ErrorKind::Closed if self.went_away.load(Ordering::Relaxed) => {
                 ErrorKind::H2GoAway
             }
+            // Prior knowledge sent to a server without h2c: it answers the preface with an
+            // HTTP/1.1 error or a close before any stream ever completed.
+            ErrorKind::Reset | ErrorKind::Closed | ErrorKind::H2Protocol
+                if self.scheme == Scheme::HTTP && self.exchanges == 0 =>
+            {
+                ErrorKind::H2NotOffered
+            }
             kind => kind,
         }
     }

@@ -110,7 +110,7 @@ impl ErrorKind {
             ErrorKind::TlsExpired => "TLS: certificate expired or not yet valid",
             ErrorKind::TlsBadCertificate => "TLS: certificate rejected",
             ErrorKind::H2NotOffered => {
-                "HTTP/2 required (http: \"2\") but the server offered only HTTP/1.1"
+                "HTTP/2 required (http: \"2\") but the server speaks only HTTP/1.1 (no ALPN h2, or h2c prior knowledge refused)"
             }
             ErrorKind::H2GoAway => "HTTP/2 GOAWAY from the server",
             ErrorKind::H2StreamReset => "HTTP/2 stream reset by the server (RST_STREAM)",

@@ -283,3 +283,15 @@ fn bodies_are_compressed_both_ways_against_echo() {
     }
     target.shutdown();
 }
+
+#[test]
+fn h2c_to_an_http1_only_server_is_h2_not_offered() {
+    let target = start(None, Protocols::Http1Only);
+    let (tags, steps) = token_session();
+    let mut plan = scenario_plan(target.addr(), &tags, steps, closed(1, 3));
+    plan.options.http = HttpVersion::Http2;
+    let total = run(&plan, &RunControl::default()).unwrap().metrics.total();
+    assert_eq!(total.errors[ErrorKind::H2NotOffered.index()], 3);
+    assert_eq!(total.responses(), 0);
+    target.shutdown();
+}
