@@ -189,7 +189,13 @@ impl H2Connection {
             }
             let name =
                 HeaderName::from_bytes(header.name.as_bytes()).map_err(|_| ErrorKind::Malformed)?;
-            let value = HeaderValue::from_bytes(header.value).map_err(|_| ErrorKind::Malformed)?;
+            let mut value =
+                HeaderValue::from_bytes(header.value).map_err(|_| ErrorKind::Malformed)?;
+            if name.as_str() == "x-request-id" {
+                // Unique per request: never worth a slot in the HPACK table (indexing it
+                // would evict useful entries and cost a table search every time).
+                value.set_sensitive(true);
+            }
             map.append(name, value);
         }
         let body = &request[head_len..];
