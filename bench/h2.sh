@@ -9,7 +9,7 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 
 usage() {
   cat <<USAGE
-Usage: bench/h2.sh [--runs N] [--duration S] [--targets "barrage nginx"]
+Usage: bench/h2.sh [--runs N] [--duration S] [--targets "barrage nginx"] [--no-handshakes]
 
 Each cell is the median of N runs (default 3) of S seconds (default 5): barrage quick
 (--h2, --disable-compression, --threads 1) and h2load, generator on CPU $GEN_CPU, target on
@@ -24,11 +24,13 @@ USAGE
 RUNS=3
 DURATION=5
 TARGETS="barrage nginx"
+HANDSHAKES=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --runs) RUNS="$2"; shift 2 ;;
     --duration) DURATION="$2"; shift 2 ;;
     --targets) TARGETS="$2"; shift 2 ;;
+    --no-handshakes) HANDSHAKES=0; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
   esac
@@ -62,8 +64,23 @@ start_target() { # barrage|nginx
       H2C_URL="http://$(awk 'NR==1 { print $NF }' "$out2")/health"
       ;;
     nginx)
-      openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=localhost" \
-        -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+      # A leaf certificate (CA:FALSE: rustls rejects a CA certificate used as the server's own),
+      # ECDSA P-256 like the bundled target's.
+      cat > "$BENCH_TMP/openssl.cnf" <<CNF
+[req]
+distinguished_name = dn
+x509_extensions = leaf
+prompt = no
+[dn]
+CN = localhost
+[leaf]
+basicConstraints = critical,CA:FALSE
+subjectAltName = DNS:localhost,IP:127.0.0.1
+keyUsage = critical,digitalSignature
+extendedKeyUsage = serverAuth
+CNF
+      openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+        -config "$BENCH_TMP/openssl.cnf" \
         -keyout "$BENCH_TMP/nginx.key" -out "$BENCH_TMP/nginx.pem" 2>/dev/null
       sed -e "s#@CERT@#$BENCH_TMP/nginx.pem#" -e "s#@KEY@#$BENCH_TMP/nginx.key#" \
         "$BENCH_DIR/nginx-h2.conf" > "$BENCH_TMP/nginx-h2.conf"
@@ -142,7 +159,7 @@ for target in $TARGETS; do
       for gen in barrage h2load; do
         # shellcheck disable=SC2086
         m_rps="$(median ${rps[$gen]})"; m_cost="$(median ${cost[$gen]})"
-        per_cpu="$(awk -v c="$m_cost" 'BEGIN { if (c > 0) printf "%.0f", 1e6 / c; else print "NA" }')"
+        per_cpu="$(awk -v c="$m_cost" 'BEGIN { if (c != "NA" && c > 0) printf "%.0f", 1e6 / c; else print "NA" }')"
         printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$target" "$proto" "$shape" "$gen" "$m_rps" "$m_cost" "$per_cpu"
       done
     done
@@ -151,6 +168,7 @@ for target in $TARGETS; do
 done
 
 # --- TLS handshake rate, new connection per request -------------------------------------
+[[ "$HANDSHAKES" == 1 ]] || exit 0
 printf '\n| TLS handshakes (bundled target, new-per-request, -c 20) | handshakes/s (median) | generator CPU µs per handshake |\n|---|---:|---:|\n'
 start_target barrage
 for resumption in on off; do
