@@ -295,3 +295,19 @@ fn h2c_to_an_http1_only_server_is_h2_not_offered() {
     assert_eq!(total.responses(), 0);
     target.shutdown();
 }
+
+#[test]
+fn source_addresses_and_dns_ttl_open_working_connections() {
+    let target = start(None, Protocols::Any);
+    let (tags, steps) = token_session();
+    let mut plan = scenario_plan(target.addr(), &tags, steps, closed(4, 40));
+    plan.target = Target::parse(&format!("http://localhost:{}", target.addr().port())).unwrap();
+    plan.options.threads = Some(1);
+    plan.options.connections.model = ConnectionModel::NewPerRequest;
+    plan.options.connections.dns_ttl = Some(std::time::Duration::from_millis(1));
+    plan.options.connections.local_addrs = parse_addr_range("127.0.0.2-127.0.0.5").unwrap();
+    let metrics = run(&plan, &RunControl::default()).unwrap().metrics;
+    assert_eq!(metrics.tags[1].status.get(200), 120);
+    assert_eq!(metrics.connections_opened, 160);
+    target.shutdown();
+}
