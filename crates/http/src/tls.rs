@@ -421,6 +421,47 @@ mod tests {
         assert_eq!(get(addr, &trusted_old).await, Err(ErrorKind::TlsExpired));
     }
 
+    /// Whether a fresh connection's handshake resumed an earlier session.
+    async fn resumed(addr: SocketAddr, client: &TlsClient) -> bool {
+        let tcp = crate::connect(&[addr]).await.unwrap();
+        let Stream::Tls(mut tls) = client.handshake(tcp).await.unwrap() else {
+            panic!("a TLS stream");
+        };
+        // TLS 1.3 tickets arrive after the handshake: one exchange makes sure they are read.
+        tls.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = [0u8; 256];
+        let _ = tls.read(&mut buf).await.unwrap();
+        tls.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn sessions_resume_unless_switched_off() {
+        let good = cert(false);
+        let addr = serve(&good, None).await;
+        let trusted = TlsSettings {
+            ca_file: Some(pem_file("resume.pem", &good.pem)),
+            ..TlsSettings::default()
+        };
+        let client = TlsClient::new(&trusted, "localhost").unwrap();
+        assert!(
+            !resumed(addr, &client).await,
+            "the first handshake is a full one"
+        );
+        assert!(resumed(addr, &client).await, "the second resumes");
+        let off = TlsSettings {
+            resumption: false,
+            ..trusted
+        };
+        let client = TlsClient::new(&off, "localhost").unwrap();
+        assert!(!resumed(addr, &client).await);
+        assert!(
+            !resumed(addr, &client).await,
+            "no resumption when switched off"
+        );
+    }
+
     #[tokio::test(flavor = "current_thread")]
     async fn presents_a_client_certificate_when_asked() {
         let server = cert(false);

@@ -311,3 +311,21 @@ fn source_addresses_and_dns_ttl_open_working_connections() {
     assert_eq!(metrics.connections_opened, 160);
     target.shutdown();
 }
+
+#[test]
+fn small_http2_windows_still_carry_large_bodies() {
+    let target = start(None, Protocols::Any);
+    let steps = vec![Step::Request(get("/bytes/200000", 0))];
+    let mut plan = scenario_plan(target.addr(), &["bytes"], steps, closed(2, 6));
+    plan.options.http = HttpVersion::Http2;
+    plan.options.compression = false;
+    // Far below the body size: the transfer only completes if received data is released.
+    plan.options.http2.initial_window_size = Some(4096);
+    plan.options.http2.initial_connection_window_size = Some(65_535);
+    let metrics = run(&plan, &RunControl::default()).unwrap().metrics;
+    let tag = &metrics.tags[0];
+    assert_eq!(tag.status.get(200), 6);
+    assert_eq!(tag.body_bytes, 6 * 200_000);
+    assert_eq!(metrics.connections_h2, 2);
+    target.shutdown();
+}
