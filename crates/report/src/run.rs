@@ -61,6 +61,15 @@ pub fn render_run(summary: &Summary) -> String {
         summary.errors,
         summary.bytes_received
     );
+    let _ = writeln!(
+        out,
+        "connections opened {}  (TLS {}, HTTP/2 {})  response bodies {} bytes, {} decoded",
+        summary.connections_opened,
+        summary.connections_tls,
+        summary.connections_h2,
+        summary.total_data_bytes,
+        summary.decoded_data_bytes
+    );
 
     let header = [
         "tag", "count", "rate/s", "min", "p50", "p90", "p95", "p99", "p99.9", "max", "errors",
@@ -188,6 +197,12 @@ mod tests {
         assert!(row.contains("101"), "{row}");
         assert!(text.contains("200: 90  503: 10"), "{text}");
         assert!(text.contains("timeout: 1"), "{text}");
+        assert!(
+            text.contains(
+                "connections opened 1  (TLS 0, HTTP/2 0)  response bodies 2000 bytes, 2000 decoded"
+            ),
+            "{text}"
+        );
         assert!(
             text.contains("✗ assert token present  97/98 passed, 1 failed"),
             "{text}"
