@@ -3,7 +3,7 @@
 //! an HTTP/1.1 connection is lent to one request at a time. Clients wait for a slot when all
 //! are busy or being opened, so the pool never holds more than N connections.
 
-use barrage_http::{AnyConnection, H2Connection};
+use barrage_http::{AnyConnection, H2Id};
 use std::cell::{Cell, RefCell};
 use tokio::sync::Notify;
 
@@ -34,8 +34,8 @@ enum Held {
     Opening,
     /// The slot's HTTP/1.1 connection, lent whole.
     Lent,
-    /// One stream on the slot's HTTP/2 connection (this handle identifies it).
-    Stream(H2Connection),
+    /// One stream on the slot's HTTP/2 connection (identified).
+    Stream(H2Id),
 }
 
 /// A slot held for one request: the connection to use (or `None`: open one into the slot).
@@ -83,7 +83,7 @@ impl SharedPool {
                 Slot::Ready(AnyConnection::Http2(h2)) if streams[i] < self.max_streams => {
                     streams[i] += 1;
                     (
-                        Held::Stream(h2.clone()),
+                        Held::Stream(h2.id()),
                         Some(AnyConnection::Http2(h2.clone())),
                     )
                 }
@@ -137,13 +137,13 @@ impl SharedPool {
                 // a slot still holding the connection this stream was given is touched.
                 let still_there = matches!(
                     &slots[slot],
-                    Slot::Ready(AnyConnection::Http2(current)) if current.same_connection(given)
+                    Slot::Ready(AnyConnection::Http2(current)) if current.is(given)
                 );
                 if still_there {
                     streams[slot] = streams[slot].saturating_sub(1);
                     match keep {
                         // The stream finished on the slot's connection: nothing changes.
-                        Some(AnyConnection::Http2(ended)) if ended.same_connection(given) => {}
+                        Some(AnyConnection::Http2(ended)) if ended.is(given) => {}
                         // A retry replaced a connection that had failed.
                         Some(fresh) => {
                             streams[slot] = 0;

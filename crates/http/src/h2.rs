@@ -59,6 +59,18 @@ pub fn classify_h2_error(error: &h2::Error) -> ErrorKind {
     ErrorKind::H2Protocol
 }
 
+/// The identity of an HTTP/2 connection; equal for every handle on the same connection.
+#[derive(Debug, Clone)]
+pub struct H2Id(Arc<AtomicBool>);
+
+impl PartialEq for H2Id {
+    fn eq(&self, other: &H2Id) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for H2Id {}
+
 /// A handle on an HTTP/2 connection. Cloning it gives another handle on the same
 /// connection (streams multiplex); the connection closes when every handle is gone.
 #[derive(Clone)]
@@ -124,9 +136,15 @@ impl H2Connection {
         self.exchanges
     }
 
-    /// Whether both handles drive the same connection.
-    pub fn same_connection(&self, other: &H2Connection) -> bool {
-        Arc::ptr_eq(&self.went_away, &other.went_away)
+    /// Identifies the connection behind this handle (cheaper to keep than a handle: no
+    /// reference on the connection's stream state).
+    pub fn id(&self) -> H2Id {
+        H2Id(Arc::clone(&self.went_away))
+    }
+
+    /// Whether this handle is on the connection `id` names.
+    pub fn is(&self, id: &H2Id) -> bool {
+        Arc::ptr_eq(&self.went_away, &id.0)
     }
 
     fn classify(&self, error: h2::Error) -> ErrorKind {

@@ -30,7 +30,7 @@ pub use connector::{AnyConnection, Connector, Opened, Version};
 pub use framing::{
     parse_head, parse_head_with, BodyFraming, ChunkedDecoder, FramingError, ResponseHead,
 };
-pub use h2::{classify_h2_error, H2Connection, H2Settings};
+pub use h2::{classify_h2_error, H2Connection, H2Id, H2Settings};
 pub use request::{
     default_headers, is_clean_path, is_header_value_byte, is_path_byte, is_token,
     method_sends_length, RequestBytes, RequestError, RequestSpec,
