@@ -5,6 +5,7 @@ mod history;
 mod live;
 mod outputs;
 mod overrides;
+mod protocol_flags;
 mod quick;
 mod record;
 mod results_cmd;
@@ -97,6 +98,8 @@ struct OverrideArgs {
     /// Run this many iterations in total, shared by the virtual users
     #[arg(long)]
     iterations: Option<String>,
+    #[command(flatten)]
+    protocol: protocol_flags::ProtocolArgs,
 }
 
 impl OverrideArgs {
@@ -133,6 +136,7 @@ impl OverrideArgs {
                 self.stages.as_deref(),
                 self.iterations.as_deref(),
             )?,
+            protocol: self.protocol.clone(),
         })
     }
 }
@@ -165,6 +169,20 @@ struct TargetArgs {
     /// Server threads (default: one per CPU)
     #[arg(long)]
     threads: Option<usize>,
+    /// Serve HTTPS with a generated self-signed certificate (ALPN h2 and http/1.1); the
+    /// second line printed names the certificate file (PEM, for --cacert) and its fingerprint
+    #[arg(long)]
+    tls: bool,
+    /// Where to write the generated certificate (default: a file in the temp directory)
+    #[arg(long, value_name = "FILE", requires = "tls")]
+    cert_out: Option<PathBuf>,
+    /// Speak cleartext HTTP/2 (prior knowledge) only; without it, h2c is still recognised
+    /// next to HTTP/1.1
+    #[arg(long, conflicts_with = "http1_only")]
+    h2c: bool,
+    /// Speak HTTP/1.1 only (over TLS: offer only http/1.1 by ALPN)
+    #[arg(long)]
+    http1_only: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -315,12 +333,48 @@ fn target_command(args: &TargetArgs) -> anyhow::Result<i32> {
     if args.threads == Some(0) {
         return Err(usage("--threads must be at least 1"));
     }
+    let tls = if args.tls {
+        Some(barrage_target::SelfSigned::generate().context("generating the certificate")?)
+    } else {
+        None
+    };
+    let protocols = if args.h2c {
+        if args.tls {
+            return Err(usage(
+                "--h2c is cleartext HTTP/2; with --tls, h2 is offered by ALPN",
+            ));
+        }
+        barrage_target::Protocols::Http2Only
+    } else if args.http1_only {
+        barrage_target::Protocols::Http1Only
+    } else {
+        barrage_target::Protocols::Any
+    };
+    let cert_path = match &tls {
+        None => None,
+        Some(cert) => {
+            let path = args.cert_out.clone().unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("barrage-target-{}.pem", std::process::id()))
+            });
+            std::fs::write(&path, &cert.cert_pem)
+                .with_context(|| format!("--cert-out: cannot write {}", path.display()))?;
+            Some((path, cert.fingerprint()))
+        }
+    };
     let config = barrage_target::TargetConfig {
         listen,
         threads: args.threads,
+        tls,
+        protocols,
     };
     barrage_target::serve_blocking(config, |addr| {
         println!("barrage target listening on {addr}");
+        if let Some((path, fingerprint)) = &cert_path {
+            println!(
+                "barrage target certificate {} {fingerprint}",
+                path.display()
+            );
+        }
         let _ = std::io::stdout().flush();
     })
     .context("barrage target")?;
@@ -331,6 +385,7 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
     let target = barrage_target::spawn(barrage_target::TargetConfig {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         threads: None,
+        ..Default::default()
     })
     .context("starting the bundled target")?;
     let url = format!("http://{}/health", target.addr());
@@ -362,6 +417,7 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
         print_plan: false,
         outputs: OutputArgs::default(),
         record: record::RecordArgs::default(),
+        protocol: Default::default(),
     };
     let plan = quick_plan(&quick)?;
     let context = runner::RunContext {

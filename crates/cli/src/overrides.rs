@@ -1,6 +1,7 @@
 //! Run-time overrides of a plan (`--target`, `--rate-factor`, `--duration-limit`, `--seed`):
 //! try a big definition on a small machine without editing it.
 
+use crate::protocol_flags::ProtocolArgs;
 use crate::usage::usage;
 use crate::vu_overrides::VuOverrides;
 use barrage_plan::{ArrivalPhase, Plan, Target, Workload};
@@ -15,6 +16,8 @@ pub struct Overrides {
     pub threads: Option<usize>,
     /// `--vus`, `--duration`, `--stages`, `--iterations`.
     pub vus: VuOverrides,
+    /// HTTP version, TLS and connection-model flags.
+    pub protocol: ProtocolArgs,
 }
 
 /// Cuts arrival phases so they end at `limit`; a ramp cut short ends at the rate it had
@@ -43,6 +46,7 @@ fn cap_phases(phases: &[ArrivalPhase], limit: Duration) -> Vec<ArrivalPhase> {
 
 impl Overrides {
     pub fn apply(&self, plan: &mut Plan) -> anyhow::Result<()> {
+        self.protocol.apply(&mut plan.options)?;
         if let Some(url) = &self.target {
             plan.target = Target::parse(url).map_err(|e| usage(format!("--target: {e}")))?;
         }

@@ -1,5 +1,6 @@
 //! `barrage quick`: hey's flags, compiled into the same [`Plan`] a scenario script produces.
 
+use crate::protocol_flags::ProtocolArgs;
 use crate::usage::usage;
 use barrage_plan::{
     parse_duration, ArrivalRate, Body, ClosedVus, Header, HeaderField, Method, Plan, RequestStep,
@@ -72,6 +73,8 @@ pub struct QuickArgs {
     pub outputs: crate::outputs::OutputArgs,
     #[command(flatten)]
     pub record: crate::record::RecordArgs,
+    #[command(flatten)]
+    pub protocol: ProtocolArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -215,7 +218,7 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
     if args.threads == Some(0) {
         return Err(usage("--threads must be at least 1"));
     }
-    let plan = Plan {
+    let mut plan = Plan {
         format_version: PLAN_FORMAT_VERSION,
         name: "quick".into(),
         options: TestOptions {
@@ -225,6 +228,7 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
             headers: Vec::new(),
             threads: args.threads,
             seed: None,
+            ..TestOptions::default()
         },
         workload,
         tags: vec![format!("{} {}", method.as_str(), path)],
@@ -247,6 +251,7 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
         data_sources: Vec::new(),
         metrics: Default::default(),
     };
+    args.protocol.apply(&mut plan.options)?;
     plan.validate().map_err(|e| usage(e.to_string()))?;
     Ok(plan)
 }

@@ -5,7 +5,7 @@
 
 use crate::live::Live;
 use crate::outputs::Streams;
-use crate::usage::exit;
+use crate::usage::{exit, usage};
 use anyhow::Context;
 use barrage_engine::{LiveSnapshot, RunControl};
 use barrage_plan::{Aggregation, Plan, Workload};
@@ -96,6 +96,9 @@ pub fn progress_wanted() -> bool {
 /// Runs `plan` to its end (or to Ctrl-C, or to a failed `abortOnFail` threshold) and
 /// summarises it.
 pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow::Result<Finished> {
+    // Bad TLS input (an unreadable --cacert, a key that does not match) is a usage error,
+    // found before any load starts.
+    barrage_engine::connector(plan).map_err(|e| usage(format!("TLS: {e}")))?;
     let control = RunControl {
         samples: options.streams.samples.clone(),
         ..RunControl::default()

@@ -5,6 +5,8 @@
 mod closed;
 #[path = "cli/history_compare.rs"]
 mod history_compare;
+#[path = "cli/protocols.rs"]
+mod protocols;
 #[path = "cli/report_html.rs"]
 mod report_html;
 #[path = "cli/results.rs"]

@@ -25,6 +25,7 @@ fn main() {
         let config = barrage_target::TargetConfig {
             listen: args[2].parse().expect("address"),
             threads: Some(1),
+            ..Default::default()
         };
         barrage_target::serve_blocking(config, |_| {}).expect("target");
         return;

@@ -7,7 +7,7 @@ use crate::session::state::SessionState;
 use crate::session::values::{CValue, Eval};
 use crate::session::CompiledSession;
 use crate::worker::Worker;
-use barrage_http::Connection;
+use barrage_http::AnyConnection;
 use std::time::Instant;
 
 /// Instructions a client runs before it yields to its worker's other clients and to the
@@ -18,7 +18,9 @@ const YIELD_EVERY: u32 = 1024;
 /// One simulated user. Its connection persists across iterations when keep-alive is on.
 #[derive(Default)]
 pub(crate) struct Client {
-    pub(crate) connection: Option<Connection>,
+    /// Its own connection (`per-client` and `new-per-request` models; `shared` clients
+    /// lease one from the worker's pool per request).
+    pub(crate) connection: Option<AnyConnection>,
     pub(crate) state: SessionState,
     /// Instructions run since the client last yielded (kept across iterations).
     since_yield: u32,

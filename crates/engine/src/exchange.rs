@@ -1,13 +1,14 @@
-//! One request of a client: build its bytes into a pooled buffer, connect if needed, time
-//! each phase, apply the timeout, retry once a keep-alive connection the server closed while
-//! idle, record the outcome, and run the request's extractions.
+//! One request of a client: build its bytes into a pooled buffer, get a connection by the
+//! connection model (the client's own, or a lease from the worker's shared pool), connect if
+//! needed (TCP, TLS, HTTP/2), time each phase, apply the timeout, retry once a keep-alive
+//! connection the server closed while idle, record the outcome, and run the extractions.
 
 use crate::client::Client;
 use crate::session::custom::LastResponse;
 use crate::session::request::CompiledRequest;
 use crate::session::values::Eval;
 use crate::worker::Worker;
-use barrage_http::{connect, Capture, Captured, Connection, Exchange};
+use barrage_http::{AnyConnection, Capture, Captured, ContentCoding, Exchange};
 use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord};
 use std::time::{Duration, Instant};
 
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 struct Attempt {
     exchange: Exchange,
     connect: Option<Duration>,
+    tls: Option<Duration>,
     write_started: Instant,
 }
 
@@ -36,18 +38,39 @@ impl Client {
             };
             request.build(cx, id, &mut worker.scratch.borrow_mut().build, &mut bytes)
         });
-        let mut captured = (!request.extraction.is_empty()).then(|| worker.captures.take());
+        let decode = worker.run.connection.decode_responses;
+        let mut captured =
+            (decode || !request.extraction.is_empty()).then(|| worker.captures.take());
         let sent = bytes.len() as u64;
-        let outcome = tokio::time::timeout(
-            worker.run.timeout,
-            attempt(
-                &mut self.connection,
-                worker,
-                &bytes,
-                request,
-                captured.as_deref_mut(),
-            ),
-        )
+        let outcome = tokio::time::timeout(worker.run.timeout, async {
+            match &worker.connections.pool {
+                None => {
+                    attempt(
+                        &mut self.connection,
+                        worker,
+                        &bytes,
+                        request,
+                        captured.as_deref_mut(),
+                    )
+                    .await
+                }
+                Some(pool) => {
+                    let mut lease = pool.checkout().await;
+                    let result = attempt(
+                        &mut lease.connection,
+                        worker,
+                        &bytes,
+                        request,
+                        captured.as_deref_mut(),
+                    )
+                    .await;
+                    let reusable =
+                        matches!(&result, Ok(a) if a.exchange.keep_alive) && worker.run.keep_alive;
+                    lease.finish(reusable);
+                    result
+                }
+            }
+        })
         .await;
         let capacity = bytes.capacity();
         worker.request_buffers.give(bytes, capacity);
@@ -64,6 +87,7 @@ impl Client {
                     expected_interval: self.expected_interval,
                     phases: PhaseTimings {
                         connect: attempt.connect,
+                        tls: attempt.tls,
                         write: exchange
                             .written_at
                             .saturating_duration_since(attempt.write_started),
@@ -78,6 +102,7 @@ impl Client {
                     bytes_sent: sent,
                     bytes_received: exchange.bytes_received,
                     body_bytes: exchange.body_bytes,
+                    decoded_body_bytes: decoded_size(worker, captured.as_deref(), &exchange),
                 };
                 worker.record_response(&record);
                 self.state.last_status = exchange.status;
@@ -115,29 +140,63 @@ impl Client {
     }
 }
 
+/// The body's size after content decoding: its wire size unless it came encoded (and was
+/// kept for decoding), and the wire size too when it cannot be decoded.
+fn decoded_size(worker: &Worker, captured: Option<&Captured>, exchange: &Exchange) -> u64 {
+    match captured {
+        Some(captured) if captured.coding() != ContentCoding::Identity => worker
+            .scratch
+            .borrow_mut()
+            .decode
+            .decode(captured)
+            .map_or(exchange.body_bytes, |body| body.len() as u64),
+        _ => exchange.body_bytes,
+    }
+}
+
 async fn attempt(
-    connection: &mut Option<Connection>,
+    connection: &mut Option<AnyConnection>,
     worker: &Worker,
     bytes: &[u8],
     request: &CompiledRequest,
     mut captured: Option<&mut Captured>,
 ) -> Result<Attempt, ErrorKind> {
     let mut connect_time = None;
+    let mut tls_time = None;
     let mut retried = false;
     loop {
         let reused = connection.is_some();
         if !reused {
-            let addrs = worker.run.addrs.as_ref().as_ref().map_err(|kind| *kind)?;
-            let started = Instant::now();
-            let stream = connect(addrs).await?;
-            connect_time = Some(started.elapsed());
+            let settings = &worker.run.connection;
+            let local = worker.connections.next_local(settings);
+            let opened = match settings.dns_ttl {
+                None => {
+                    let addrs = worker.run.addrs.as_ref().as_ref().map_err(|kind| *kind)?;
+                    settings.connector.open(addrs, local).await?
+                }
+                Some(ttl) => {
+                    let addrs = worker
+                        .connections
+                        .resolve_with_ttl(ttl, &settings.host, settings.port)
+                        .await?;
+                    settings.connector.open(&addrs, local).await?
+                }
+            };
+            connect_time = Some(opened.connect);
+            tls_time = opened.tls;
             worker.connection_opened();
-            *connection = Some(Connection::new(stream));
+            {
+                let mut metrics = worker.metrics.borrow_mut();
+                metrics.connections_tls += u64::from(opened.tls.is_some());
+                metrics.connections_h2 += u64::from(opened.connection.is_h2());
+            }
+            *connection = Some(opened.connection);
         }
         let open = connection.as_mut().expect("connected above");
         let mut capture = captured.as_deref_mut().map(|into| Capture {
             headers: &request.extraction.headers,
             body: request.extraction.body,
+            encoded_body: worker.run.connection.decode_responses,
             into,
         });
         let write_started = Instant::now();
@@ -154,12 +213,13 @@ async fn attempt(
                 return Ok(Attempt {
                     exchange,
                     connect: connect_time,
+                    tls: tls_time,
                     write_started,
                 })
             }
-            // A keep-alive connection the server closed while idle fails before any
-            // response byte; retry such a request once on a fresh connection.
-            Err(ErrorKind::Closed | ErrorKind::Reset)
+            // A keep-alive connection the server closed (or sent GOAWAY on) while idle fails
+            // before any response byte; retry such a request once on a fresh connection.
+            Err(ErrorKind::Closed | ErrorKind::Reset | ErrorKind::H2GoAway)
                 if reused && !retried && !open.response_started() =>
             {
                 *connection = None;

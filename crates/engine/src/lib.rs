@@ -9,13 +9,17 @@
 //! (`executor/`, one file per workload model) decide when clients start iterations; a
 //! [`client`](crate::client) runs a session program by program counter and sends its
 //! requests through `exchange.rs`. `worker.rs` holds what a thread's clients share: metrics,
-//! random numbers, buffer pools, scratch space.
+//! random numbers, buffer pools, scratch space. `protocol.rs` maps the plan's protocol options
+//! (TLS, HTTP version, connection model) to the HTTP layer; `pool.rs` is the `shared` model's
+//! per-worker connection pool.
 
 mod client;
 mod compile;
 mod control;
 mod exchange;
 mod executor;
+mod pool;
+mod protocol;
 mod samples;
 mod scheduler;
 mod self_check;
@@ -25,6 +29,7 @@ mod worker;
 
 pub use compile::CompileError;
 pub use control::{LiveCounters, LiveSnapshot, RunControl, StopSignal};
+pub use protocol::connector;
 pub use samples::SampleSink;
 pub use scheduler::{run, EngineError, RunOutcome};
 pub use session::SessionProblem;

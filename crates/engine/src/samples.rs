@@ -173,6 +173,7 @@ mod tests {
             bytes_sent: 1,
             bytes_received: 2,
             body_bytes: 0,
+            decoded_body_bytes: 0,
             expected_interval: Duration::ZERO,
         };
         for i in 0..10_000 {

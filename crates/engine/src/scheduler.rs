@@ -4,11 +4,12 @@
 use crate::compile::{CompileError, CompiledPlan};
 use crate::control::{RunControl, MAX_WORKERS};
 use crate::executor::{self, Assignment};
+use crate::protocol::ConnectionSettings;
 use crate::self_check;
 use crate::snapshots::SNAPSHOT_PERIOD;
 use crate::worker::{RunSettings, Worker, WorkerInit};
 use barrage_metrics::RunMetrics;
-use barrage_plan::{Plan, PlanError, Workload};
+use barrage_plan::{ConnectionModel, Plan, PlanError, Workload};
 use rand::SeedableRng;
 use std::rc::Rc;
 use std::sync::{Arc, Barrier, OnceLock};
@@ -26,6 +27,8 @@ pub enum EngineError {
     Runtime(std::io::Error),
     #[error("a worker thread panicked")]
     WorkerPanicked,
+    #[error("TLS setup: {0}")]
+    Tls(String),
 }
 
 impl From<PlanError> for EngineError {
@@ -72,6 +75,7 @@ fn worker_threads(plan: &Plan) -> usize {
 pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError> {
     plan.validate()?;
     let compiled = Arc::new(CompiledPlan::compile(plan)?);
+    let connection = ConnectionSettings::new(plan).map_err(|e| EngineError::Tls(e.to_string()))?;
     let addrs = Arc::new(
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -106,7 +110,10 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
                 plan: Arc::clone(&compiled),
                 addrs: Arc::clone(&addrs),
                 timeout: plan.options.request_timeout,
-                keep_alive: plan.options.keep_alive,
+                // A new connection per request is keep-alive switched off.
+                keep_alive: plan.options.keep_alive
+                    && plan.options.connections.model != ConnectionModel::NewPerRequest,
+                connection: connection.clone(),
                 run_start,
                 deadline: None,
                 iterations_end: None,

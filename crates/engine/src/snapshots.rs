@@ -103,6 +103,7 @@ mod tests {
             bytes_sent: 1,
             bytes_received: 1,
             body_bytes: 0,
+            decoded_body_bytes: 0,
             expected_interval: Duration::ZERO,
         });
         snapshots.set_workers(2);

@@ -3,6 +3,7 @@
 
 use crate::compile::CompiledPlan;
 use crate::control::{LiveSlot, RunControl};
+use crate::protocol::{ConnectionSettings, WorkerConnections};
 use crate::samples::Sampler;
 use crate::session::binds::RowCursors;
 use crate::session::Scratch;
@@ -42,6 +43,8 @@ pub(crate) struct Worker {
     pub request_ids: RequestIds,
     /// Keeps a random share of requests when the sample log is on.
     pub sampler: Option<RefCell<Sampler>>,
+    /// The shared pool, source-address cursor and re-resolved addresses.
+    pub connections: WorkerConnections,
 }
 
 /// Buffers larger than this are freed rather than pooled after use.
@@ -139,6 +142,8 @@ pub(crate) struct RunSettings {
     pub addrs: Arc<Result<Vec<SocketAddr>, ErrorKind>>,
     pub timeout: Duration,
     pub keep_alive: bool,
+    /// How connections are opened (TLS, HTTP version) and shared.
+    pub connection: ConnectionSettings,
     pub run_start: Instant,
     pub deadline: Option<Instant>,
     /// No iteration starts at or after this (the deadline less `gracefulStop`).
@@ -172,6 +177,7 @@ impl Worker {
                 .samples
                 .as_ref()
                 .map(|sink| RefCell::new(Sampler::new(Arc::clone(sink), init.run.index))),
+            connections: WorkerConnections::new(&init.run.connection),
             run: init.run,
             remaining: Cell::new(init.iterations),
             metrics: RefCell::new(metrics),

@@ -8,6 +8,8 @@ pub enum ContentCoding {
     Identity,
     Gzip,
     Deflate,
+    /// Brotli (`br`).
+    Br,
     /// A coding barrage does not decode; the body is left as it came.
     Other,
 }
@@ -21,6 +23,8 @@ impl ContentCoding {
             ContentCoding::Gzip
         } else if value.eq_ignore_ascii_case(b"deflate") {
             ContentCoding::Deflate
+        } else if value.eq_ignore_ascii_case(b"br") {
+            ContentCoding::Br
         } else {
             ContentCoding::Other
         }
@@ -76,6 +80,8 @@ pub struct Capture<'a> {
     pub headers: &'a [String],
     /// Whether to keep the body.
     pub body: bool,
+    /// Whether to keep the body when it is content-encoded (to count its decoded size).
+    pub encoded_body: bool,
     pub into: &'a mut Captured,
 }
 
@@ -86,7 +92,7 @@ impl Capture<'_> {
     }
 
     pub(crate) fn header(&mut self, name: &str, value: &[u8]) {
-        if self.body && name.eq_ignore_ascii_case("content-encoding") {
+        if (self.body || self.encoded_body) && name.eq_ignore_ascii_case("content-encoding") {
             self.into.coding = ContentCoding::parse(value);
         }
         for (wanted, span) in self.headers.iter().zip(self.into.spans.iter_mut()) {
@@ -100,7 +106,8 @@ impl Capture<'_> {
 
     #[inline]
     pub(crate) fn body_sink(&mut self) -> Option<&mut Vec<u8>> {
-        self.body.then_some(&mut self.into.body)
+        let keep = self.body || (self.encoded_body && self.into.coding != ContentCoding::Identity);
+        keep.then_some(&mut self.into.body)
     }
 }
 
@@ -115,6 +122,7 @@ mod tests {
         let mut capture = Capture {
             headers: &names,
             body: true,
+            encoded_body: false,
             into: &mut captured,
         };
         capture.start();
@@ -125,7 +133,28 @@ mod tests {
         assert_eq!(captured.header(1), None);
         assert_eq!(captured.header(2), None);
         assert_eq!(captured.coding(), ContentCoding::Gzip);
-        assert_eq!(ContentCoding::parse(b"br"), ContentCoding::Other);
+        assert_eq!(ContentCoding::parse(b"br"), ContentCoding::Br);
+        assert_eq!(ContentCoding::parse(b"zstd"), ContentCoding::Other);
         assert_eq!(ContentCoding::parse(b"deflate"), ContentCoding::Deflate);
+    }
+}
+
+#[cfg(test)]
+mod encoded_tests {
+    use super::*;
+
+    #[test]
+    fn encoded_bodies_are_kept_only_when_encoded() {
+        let mut captured = Captured::default();
+        let mut capture = Capture {
+            headers: &[],
+            body: false,
+            encoded_body: true,
+            into: &mut captured,
+        };
+        capture.start();
+        assert!(capture.body_sink().is_none(), "identity: nothing kept");
+        capture.header("content-encoding", b"gzip");
+        assert!(capture.body_sink().is_some());
     }
 }

@@ -5,6 +5,7 @@ use crate::buffers::{ReadBuffers, MAX_HEAD};
 use crate::capture::Capture;
 use crate::classify::classify_io_error;
 use crate::framing::{parse_head_with, BodyFraming, ChunkedDecoder};
+use crate::stream::{connect_from, Stream};
 use barrage_metrics::ErrorKind;
 use std::io;
 use std::net::SocketAddr;
@@ -14,18 +15,7 @@ use tokio::net::TcpStream;
 
 /// Opens a TCP connection to the first of `addrs` that accepts, with Nagle off.
 pub async fn connect(addrs: &[SocketAddr]) -> Result<TcpStream, ErrorKind> {
-    let mut last = ErrorKind::Connect;
-    for addr in addrs {
-        match TcpStream::connect(addr).await {
-            Ok(stream) => {
-                // A request is written in one call; Nagle would only delay it.
-                let _ = stream.set_nodelay(true);
-                return Ok(stream);
-            }
-            Err(e) => last = classify_io_error(&e, true),
-        }
-    }
-    Err(last)
+    connect_from(addrs, None).await
 }
 
 /// The outcome of one request/response exchange.
@@ -43,9 +33,10 @@ pub struct Exchange {
     pub done_at: Instant,
 }
 
-/// A keep-alive HTTP/1.1 connection. Between exchanges it holds only its socket.
+/// A keep-alive HTTP/1.1 connection, plain or over TLS. Between exchanges it holds only its
+/// socket.
 pub struct Connection {
-    stream: TcpStream,
+    stream: Stream,
     exchanges: u64,
     /// Whether any byte of the current (or last) response arrived.
     response_started: bool,
@@ -60,9 +51,9 @@ fn sink(capture: &mut Option<&mut Capture<'_>>, data: &[u8]) {
 }
 
 impl Connection {
-    pub fn new(stream: TcpStream) -> Self {
+    pub fn new(stream: impl Into<Stream>) -> Self {
         Self {
-            stream,
+            stream: stream.into(),
             exchanges: 0,
             response_started: false,
         }
@@ -98,6 +89,13 @@ impl Connection {
             .write_all(request)
             .await
             .map_err(|e| classify_io_error(&e, false))?;
+        if self.stream.is_tls() {
+            // TLS may hold written records back until flushed.
+            self.stream
+                .flush()
+                .await
+                .map_err(|e| classify_io_error(&e, false))?;
+        }
         let written_at = Instant::now();
         let mut buf = buffers.lend();
 
@@ -294,6 +292,7 @@ mod tests {
             let mut capture = Capture {
                 headers: &names,
                 body: true,
+                encoded_body: false,
                 into: &mut captured,
             };
             let first = conn

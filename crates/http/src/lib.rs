@@ -1,30 +1,40 @@
 //! The client side of HTTP: requests serialised once (and the header rules per-client request
-//! builders share), connections, response framing, capture of selected response headers and
-//! bodies, read buffers pooled per thread (an idle connection holds none), and the
-//! classification of every failure into a [`barrage_metrics::ErrorKind`].
+//! builders share), connections (HTTP/1.1 and HTTP/2, plain or TLS), response framing, capture
+//! of selected response headers and bodies, read buffers pooled per thread (an idle
+//! connection holds none), and the classification of every failure into a
+//! [`barrage_metrics::ErrorKind`].
 //!
-//! HTTP/1.1 is implemented here directly on tokio's `TcpStream` with `httparse` for the
-//! response head: the engine needs the timing of each phase (write, wait, read) and a
-//! response path that allocates nothing per request, neither of which a general client
-//! exposes. BENCHMARKS.md records the side-by-side measurement against hyper's client.
+//! HTTP/1.1 is implemented here directly on the socket with `httparse` for the response
+//! head: the engine needs the timing of each phase (write, wait, read) and a response path
+//! that allocates nothing per request, neither of which a general client exposes.
+//! BENCHMARKS.md records the side-by-side measurement against hyper's client. HTTP/2 uses the
+//! `h2` crate (`h2.rs`), TLS uses rustls (`tls.rs`).
 
 mod buffers;
 mod capture;
 mod classify;
 mod connection;
+mod connector;
 mod framing;
+mod h2;
 mod request;
 mod resolve;
+mod stream;
+mod tls;
 
 pub use buffers::ReadBuffers;
 pub use capture::{Capture, Captured, ContentCoding};
 pub use classify::classify_io_error;
 pub use connection::{connect, Connection, Exchange};
+pub use connector::{AnyConnection, Connector, Opened, Version};
 pub use framing::{
     parse_head, parse_head_with, BodyFraming, ChunkedDecoder, FramingError, ResponseHead,
 };
+pub use h2::{classify_h2_error, H2Connection, H2Id, H2Settings};
 pub use request::{
     default_headers, is_clean_path, is_header_value_byte, is_path_byte, is_token,
     method_sends_length, RequestBytes, RequestError, RequestSpec,
 };
 pub use resolve::resolve;
+pub use stream::{connect_from, Stream};
+pub use tls::{classify_tls_error, client_config, Alpn, TlsClient, TlsConfigError, TlsSettings};

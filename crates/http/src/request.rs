@@ -15,7 +15,7 @@ pub struct RequestSpec<'a> {
     pub headers: &'a [(String, String)],
     pub body: Option<&'a [u8]>,
     pub keep_alive: bool,
-    /// Send `Accept-Encoding: gzip`.
+    /// Send `Accept-Encoding: gzip, deflate, br` (the codings barrage decodes).
     pub accept_gzip: bool,
 }
 
@@ -110,7 +110,10 @@ pub fn default_headers(
             Some(concat!("barrage/", env!("CARGO_PKG_VERSION"))),
         ),
         ("Accept", Some("*/*")),
-        ("Accept-Encoding", accept_gzip.then_some("gzip")),
+        (
+            "Accept-Encoding",
+            accept_gzip.then_some("gzip, deflate, br"),
+        ),
         ("Connection", (!keep_alive).then_some("close")),
     ]
 }
@@ -201,7 +204,7 @@ mod tests {
             text.starts_with("POST /echo?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"),
             "{text}"
         );
-        assert!(text.contains("Accept-Encoding: gzip\r\n"));
+        assert!(text.contains("Accept-Encoding: gzip, deflate, br\r\n"));
         assert!(text.contains("Content-Length: 5\r\n"));
         assert!(!text.contains("Connection: close"));
         assert!(text.ends_with("\r\n\r\nhello"));

@@ -14,8 +14,26 @@ pub enum ErrorKind {
     Refused,
     /// Connecting did not finish (unreachable network, or other connect failure).
     Connect,
-    /// TLS handshake or certificate failure.
+    /// TLS handshake failure other than a certificate rejection (protocol, version, ALPN).
     Tls,
+    /// The server's certificate chains to no trusted root (`--cacert` adds roots).
+    TlsUnknownCa,
+    /// The server's certificate is not valid for the host name asked for (SNI).
+    TlsBadName,
+    /// The server's certificate has expired or is not valid yet.
+    TlsExpired,
+    /// The server's certificate was rejected for another reason (revoked, bad signature...).
+    TlsBadCertificate,
+    /// HTTP/2 was required but the server did not offer it (ALPN, or no h2c preface answer).
+    H2NotOffered,
+    /// The server sent GOAWAY before this stream completed.
+    H2GoAway,
+    /// The server reset this stream (RST_STREAM).
+    H2StreamReset,
+    /// The stream could not open: the connection's concurrent-stream limit was exhausted.
+    H2StreamLimit,
+    /// An HTTP/2 protocol or flow-control error.
+    H2Protocol,
     /// The request did not complete within its timeout.
     Timeout,
     /// The connection was reset by the peer.
@@ -29,11 +47,20 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 18] = [
         ErrorKind::Dns,
         ErrorKind::Refused,
         ErrorKind::Connect,
         ErrorKind::Tls,
+        ErrorKind::TlsUnknownCa,
+        ErrorKind::TlsBadName,
+        ErrorKind::TlsExpired,
+        ErrorKind::TlsBadCertificate,
+        ErrorKind::H2NotOffered,
+        ErrorKind::H2GoAway,
+        ErrorKind::H2StreamReset,
+        ErrorKind::H2StreamLimit,
+        ErrorKind::H2Protocol,
         ErrorKind::Timeout,
         ErrorKind::Reset,
         ErrorKind::Closed,
@@ -52,6 +79,15 @@ impl ErrorKind {
             ErrorKind::Refused => "refused",
             ErrorKind::Connect => "connect",
             ErrorKind::Tls => "tls",
+            ErrorKind::TlsUnknownCa => "tls_unknown_ca",
+            ErrorKind::TlsBadName => "tls_bad_name",
+            ErrorKind::TlsExpired => "tls_expired",
+            ErrorKind::TlsBadCertificate => "tls_bad_certificate",
+            ErrorKind::H2NotOffered => "h2_not_offered",
+            ErrorKind::H2GoAway => "h2_goaway",
+            ErrorKind::H2StreamReset => "h2_stream_reset",
+            ErrorKind::H2StreamLimit => "h2_stream_limit",
+            ErrorKind::H2Protocol => "h2_protocol",
             ErrorKind::Timeout => "timeout",
             ErrorKind::Reset => "reset",
             ErrorKind::Closed => "closed",
@@ -66,7 +102,20 @@ impl ErrorKind {
             ErrorKind::Dns => "DNS lookup failed",
             ErrorKind::Refused => "connection refused",
             ErrorKind::Connect => "connect failed",
-            ErrorKind::Tls => "TLS failure",
+            ErrorKind::Tls => "TLS handshake failed",
+            ErrorKind::TlsUnknownCa => {
+                "TLS: certificate signed by an unknown authority (trust it with --cacert)"
+            }
+            ErrorKind::TlsBadName => "TLS: certificate not valid for the host name",
+            ErrorKind::TlsExpired => "TLS: certificate expired or not yet valid",
+            ErrorKind::TlsBadCertificate => "TLS: certificate rejected",
+            ErrorKind::H2NotOffered => {
+                "HTTP/2 required (http: \"2\") but the server speaks only HTTP/1.1 (no ALPN h2, or h2c prior knowledge refused)"
+            }
+            ErrorKind::H2GoAway => "HTTP/2 GOAWAY from the server",
+            ErrorKind::H2StreamReset => "HTTP/2 stream reset by the server (RST_STREAM)",
+            ErrorKind::H2StreamLimit => "HTTP/2 concurrent stream limit exhausted",
+            ErrorKind::H2Protocol => "HTTP/2 protocol error",
             ErrorKind::Timeout => "request timed out",
             ErrorKind::Reset => "connection reset by peer",
             ErrorKind::Closed => "connection closed before a complete response",

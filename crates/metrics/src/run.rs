@@ -64,6 +64,8 @@ impl StatusCounts {
 pub struct PhaseTimings {
     /// Time to resolve and connect, when this request opened a new connection.
     pub connect: Option<Duration>,
+    /// TLS handshake time, when this request opened a new TLS connection.
+    pub tls: Option<Duration>,
     /// From starting to write the request to having written all of it.
     pub write: Duration,
     /// From the request written to the first response byte.
@@ -81,6 +83,8 @@ pub struct TagMetrics {
     /// `record_correct` with the VU's mean iteration time as the expected interval).
     pub latency_corrected: LatencyHistogram,
     pub connect: LatencyHistogram,
+    /// TLS handshakes (`http_req_tls_handshaking`).
+    pub tls: LatencyHistogram,
     pub write: LatencyHistogram,
     pub wait: LatencyHistogram,
     pub read: LatencyHistogram,
@@ -91,6 +95,8 @@ pub struct TagMetrics {
     pub bytes_received: u64,
     /// Response body bytes as received.
     pub body_bytes: u64,
+    /// Response body bytes after content decoding (gzip, deflate, br).
+    pub decoded_body_bytes: u64,
     /// Extractions (JSONPath, regexp, header) of this tag's responses that found nothing; the
     /// variable stays unset.
     pub extraction_failures: u64,
@@ -134,6 +140,7 @@ impl TagMetrics {
         self.latency.merge(&other.latency);
         self.latency_corrected.merge(&other.latency_corrected);
         self.connect.merge(&other.connect);
+        self.tls.merge(&other.tls);
         self.write.merge(&other.write);
         self.wait.merge(&other.wait);
         self.read.merge(&other.read);
@@ -144,6 +151,7 @@ impl TagMetrics {
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
         self.body_bytes += other.body_bytes;
+        self.decoded_body_bytes += other.decoded_body_bytes;
         self.extraction_failures += other.extraction_failures;
         self.series.merge(&other.series);
     }
@@ -164,6 +172,8 @@ pub struct ResponseRecord {
     pub bytes_sent: u64,
     pub bytes_received: u64,
     pub body_bytes: u64,
+    /// Body bytes after content decoding (equal to `body_bytes` for identity bodies).
+    pub decoded_body_bytes: u64,
 }
 
 /// What became of sessions (open model) or iterations (closed models).
@@ -228,6 +238,9 @@ pub struct RunMetrics {
     pub tags: Vec<TagMetrics>,
     pub sessions: SessionCounters,
     pub connections_opened: u64,
+    /// Of `connections_opened`: those over TLS, and those speaking HTTP/2.
+    pub connections_tls: u64,
+    pub connections_h2: u64,
     /// One entry per check of the plan, in plan order (sessions in order, steps depth-first);
     /// the engine refers to them by index.
     pub checks: Vec<CheckCounts>,
@@ -319,6 +332,9 @@ impl RunMetrics {
         if let Some(connect) = r.phases.connect {
             tag.connect.record(connect);
         }
+        if let Some(tls) = r.phases.tls {
+            tag.tls.record(tls);
+        }
         tag.write.record(r.phases.write);
         tag.wait.record(r.phases.wait);
         tag.read.record(r.phases.read);
@@ -326,6 +342,7 @@ impl RunMetrics {
         tag.bytes_sent += r.bytes_sent;
         tag.bytes_received += r.bytes_received;
         tag.body_bytes += r.body_bytes;
+        tag.decoded_body_bytes += r.decoded_body_bytes;
         tag.series.record_response(
             r.second,
             r.latency,
@@ -370,6 +387,8 @@ impl RunMetrics {
         self.custom.merge(&other.custom);
         self.vus.merge(&other.vus);
         self.self_check.merge(&other.self_check);
+        self.connections_tls += other.connections_tls;
+        self.connections_h2 += other.connections_h2;
         // Checks are aligned by index like tags; a longer `other` brings its names along.
         for (i, theirs) in other.checks.iter().enumerate() {
             match self.checks.get_mut(i) {
@@ -416,6 +435,7 @@ mod tests {
                 connect: micros
                     .is_multiple_of(3)
                     .then(|| Duration::from_micros(micros / 3)),
+                tls: None,
                 write: Duration::from_micros(1),
                 wait: Duration::from_micros(micros / 2),
                 read: Duration::from_micros(2),
@@ -424,6 +444,7 @@ mod tests {
             bytes_sent: 40,
             bytes_received: 100,
             body_bytes: 60,
+            decoded_body_bytes: 60,
         }
     }
 

@@ -5,6 +5,7 @@
 //! construction helpers and validation.
 
 mod duration;
+mod protocol;
 mod session;
 mod target;
 mod thresholds;
@@ -12,9 +13,13 @@ mod vus;
 mod workload;
 
 pub use duration::{parse_duration, DurationError};
+pub use protocol::{
+    parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion, TlsOptions,
+    TlsVersion,
+};
 pub use session::{
-    walk_steps, Binding, Body, Check, CompareOp, Condition, DataSource, Extraction, Extractor,
-    HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value, Wait,
+    walk_steps, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource, Extraction,
+    Extractor, HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value, Wait,
 };
 pub use target::{Scheme, Target, TargetError};
 pub use thresholds::{
@@ -75,6 +80,15 @@ pub struct TestOptions {
     /// the same seed and plan give the same schedule.
     #[serde(default)]
     pub seed: Option<u64>,
+    /// HTTP version (`"1.1"`, `"2"`, `"auto"`).
+    #[serde(default)]
+    pub http: HttpVersion,
+    #[serde(default)]
+    pub tls: TlsOptions,
+    #[serde(default)]
+    pub http2: Http2Options,
+    #[serde(default)]
+    pub connections: ConnectionOptions,
 }
 
 impl Default for TestOptions {
@@ -86,6 +100,10 @@ impl Default for TestOptions {
             headers: Vec::new(),
             threads: None,
             seed: None,
+            http: HttpVersion::Auto,
+            tls: TlsOptions::default(),
+            http2: Http2Options::default(),
+            connections: ConnectionOptions::default(),
         }
     }
 }

@@ -297,6 +297,9 @@ pub struct RequestStep {
     /// Send the body gzip-compressed (`Content-Encoding: gzip`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gzip: bool,
+    /// Send the body compressed with this coding (wins over `gzip`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compress: Option<BodyCoding>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extraction: Vec<Extraction>,
     /// End the session when this request fails (transport error or status ≥ 400).
@@ -315,8 +318,46 @@ impl RequestStep {
             headers: Vec::new(),
             body: None,
             gzip: false,
+            compress: None,
             extraction: Vec::new(),
             abort_on_error: false,
+        }
+    }
+
+    /// How the body is sent compressed, if it is.
+    pub fn body_coding(&self) -> Option<BodyCoding> {
+        self.compress
+            .or(self.gzip.then_some(BodyCoding::Gzip))
+            .filter(|_| self.body.is_some())
+    }
+}
+
+/// A `Content-Encoding` barrage can compress request bodies with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BodyCoding {
+    Gzip,
+    /// zlib-wrapped deflate (RFC 1950), as HTTP's `deflate` means.
+    Deflate,
+    Br,
+}
+
+impl BodyCoding {
+    pub fn parse(text: &str) -> Option<BodyCoding> {
+        match text {
+            "gzip" => Some(BodyCoding::Gzip),
+            "deflate" => Some(BodyCoding::Deflate),
+            "br" => Some(BodyCoding::Br),
+            _ => None,
+        }
+    }
+
+    /// The `Content-Encoding` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            BodyCoding::Gzip => "gzip",
+            BodyCoding::Deflate => "deflate",
+            BodyCoding::Br => "br",
         }
     }
 }

@@ -7,6 +7,23 @@ use std::fmt;
 #[serde(rename_all = "lowercase")]
 pub enum Scheme {
     Http,
+    Https,
+}
+
+impl Scheme {
+    pub fn default_port(self) -> u16 {
+        match self {
+            Scheme::Http => 80,
+            Scheme::Https => 443,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
 }
 
 /// Where requests go. Paths live on the request steps; the target is only the origin.
@@ -22,7 +39,7 @@ pub struct Target {
 pub enum TargetError {
     #[error("`{url}` is not a valid URL: {reason}")]
     Invalid { url: String, reason: String },
-    #[error("`{url}`: unsupported scheme `{scheme}` (barrage speaks http://)")]
+    #[error("`{url}`: unsupported scheme `{scheme}` (barrage speaks http:// and https://)")]
     UnsupportedScheme { url: String, scheme: String },
     #[error("`{url}` has no host")]
     NoHost { url: String },
@@ -43,6 +60,7 @@ impl Target {
         })?;
         let scheme = match parsed.scheme() {
             "http" => Scheme::Http,
+            "https" => Scheme::Https,
             other => {
                 return Err(TargetError::UnsupportedScheme {
                     url: url.to_string(),
@@ -59,7 +77,9 @@ impl Target {
                 })
             }
         };
-        let port = parsed.port_or_known_default().unwrap_or(80);
+        let port = parsed
+            .port_or_known_default()
+            .unwrap_or(scheme.default_port());
         let mut path = parsed.path().to_string();
         if let Some(query) = parsed.query() {
             path.push('?');
@@ -75,7 +95,7 @@ impl Target {
         } else {
             self.host.clone()
         };
-        if self.port == 80 {
+        if self.port == self.scheme.default_port() {
             host
         } else {
             format!("{host}:{}", self.port)
@@ -85,7 +105,7 @@ impl Target {
 
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "http://{}", self.authority())
+        write!(f, "{}://{}", self.scheme.as_str(), self.authority())
     }
 }
 
@@ -114,6 +134,18 @@ mod tests {
         let t = Target::parse("http://[::1]:8080/").unwrap();
         assert_eq!(t.host, "::1");
         assert_eq!(t.authority(), "[::1]:8080");
+    }
+
+    #[test]
+    fn https_has_its_own_default_port() {
+        let (t, path) = Target::split_url("https://example.test/x").unwrap();
+        assert_eq!(
+            (t.scheme, t.port, path.as_str()),
+            (Scheme::Https, 443, "/x")
+        );
+        assert_eq!(t.to_string(), "https://example.test");
+        let t = Target::parse("https://127.0.0.1:8443").unwrap();
+        assert_eq!(t.to_string(), "https://127.0.0.1:8443");
     }
 
     #[test]

@@ -64,11 +64,17 @@ pub fn render_hey(summary: &Summary) -> String {
     let _ = writeln!(out, "\nDetails (average, fastest, slowest):");
     for (key, label) in [
         ("connect", "DNS+dialup"),
+        ("tls", "TLS handshake"),
         ("write", "req write"),
         ("wait", "resp wait"),
         ("read", "resp read"),
     ] {
-        if let Some(phase) = summary.details.get(key) {
+        // Plain-HTTP runs have no handshakes; hey's layout stays as it was for them.
+        if let Some(phase) = summary
+            .details
+            .get(key)
+            .filter(|p| key != "tls" || p.count > 0)
+        {
             let _ = writeln!(
                 out,
                 "  {label}:\t{}, {}, {}",

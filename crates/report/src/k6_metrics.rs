@@ -259,12 +259,7 @@ fn http_metrics(tag: &TagMetrics, name: Option<&str>, elapsed: Duration) -> Vec<
             .map(|(_, n)| n)
             .sum::<u64>();
     let connecting = with_zeros(&tag.connect, responses);
-    // TLS is not implemented yet: every request spent 0 in a handshake. Once the HTTP layer
-    // times handshakes, this must read that phase.
-    let mut tls = LatencyHistogram::new();
-    if responses > 0 {
-        tls.record_micros_n(0, responses);
-    }
+    let tls = with_zeros(&tag.tls, responses);
     vec![
         counter("http_reqs", name, tag.requests() as f64, elapsed),
         trend("http_req_duration", name, tag.latency.clone()),

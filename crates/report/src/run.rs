@@ -68,6 +68,15 @@ pub fn render_run(summary: &Summary) -> String {
         summary.errors,
         summary.bytes_received
     );
+    let _ = writeln!(
+        out,
+        "connections opened {}  (TLS {}, HTTP/2 {})  response bodies {} bytes, {} decoded",
+        summary.connections_opened,
+        summary.connections_tls,
+        summary.connections_h2,
+        summary.total_data_bytes,
+        summary.decoded_data_bytes
+    );
 
     crate::k6::render_thresholds(&summary.k6, &mut out);
     crate::k6::render_checks(&summary.checks, &mut out);
@@ -209,6 +218,12 @@ mod tests {
         assert!(text.contains("timeout: 1"), "{text}");
         assert!(
             text.contains("✗ token present (assert)\n     ↳  99% — ✓ 97 / ✗ 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "connections opened 1  (TLS 0, HTTP/2 0)  response bodies 2000 bytes, 2000 decoded"
+            ),
             "{text}"
         );
         assert!(text.contains("  METRICS"), "{text}");

@@ -110,10 +110,15 @@ pub struct Summary {
     pub iterations: u64,
     pub sessions: SessionCounters,
     pub connections_opened: u64,
+    /// Of `connections_opened`: over TLS, and speaking HTTP/2.
+    pub connections_tls: u64,
+    pub connections_h2: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
     /// Body bytes of all responses ("Total data").
     pub total_data_bytes: u64,
+    /// The same after content decoding (gzip, deflate, br): what the application saw.
+    pub decoded_data_bytes: u64,
     pub size_per_request_bytes: u64,
     /// Latency from each request's intended start to its last response byte.
     pub latency: LatencyStats,
@@ -170,6 +175,7 @@ impl Summary {
         let responses = total.responses();
         let details = BTreeMap::from([
             ("connect", PhaseSummary::of(&total.connect)),
+            ("tls", PhaseSummary::of(&total.tls)),
             ("write", PhaseSummary::of(&total.write)),
             ("wait", PhaseSummary::of(&total.wait)),
             ("read", PhaseSummary::of(&total.read)),
@@ -198,9 +204,12 @@ impl Summary {
             iterations: metrics.sessions.completed,
             sessions: metrics.sessions,
             connections_opened: metrics.connections_opened,
+            connections_tls: metrics.connections_tls,
+            connections_h2: metrics.connections_h2,
             bytes_sent: total.bytes_sent,
             bytes_received: total.bytes_received,
             total_data_bytes: total.body_bytes,
+            decoded_data_bytes: total.decoded_body_bytes,
             size_per_request_bytes: total.body_bytes.checked_div(responses).unwrap_or(0),
             latency: total.latency.stats(),
             latency_corrected: corrected(&total.latency_corrected),
@@ -275,6 +284,7 @@ pub(crate) mod tests {
                 expected_interval: Duration::ZERO,
                 phases: PhaseTimings {
                     connect: (i == 0).then_some(Duration::from_micros(200)),
+                    tls: None,
                     write: Duration::from_micros(5),
                     wait: Duration::from_micros(900),
                     read: Duration::from_micros(3),
@@ -283,6 +293,7 @@ pub(crate) mod tests {
                 bytes_sent: 50,
                 bytes_received: 120,
                 body_bytes: 20,
+                decoded_body_bytes: 20,
             });
         }
         metrics.record_error(0, 1, ErrorKind::Timeout, 50);

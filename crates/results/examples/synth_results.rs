@@ -60,6 +60,7 @@ fn main() {
                 latency: Duration::from_micros(micros),
                 phases: PhaseTimings {
                     connect: None,
+                    tls: None,
                     write: Duration::from_micros(4),
                     wait: Duration::from_micros(micros.saturating_sub(20)),
                     read: Duration::from_micros(12),
@@ -68,6 +69,7 @@ fn main() {
                 bytes_sent: 60,
                 bytes_received: 180,
                 body_bytes: 40,
+                decoded_body_bytes: 0,
                 expected_interval: std::time::Duration::ZERO,
             });
             share.record_check(0, true);

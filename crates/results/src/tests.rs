@@ -27,6 +27,7 @@ fn record(metrics: &mut RunMetrics, i: u64, per_second: u64) {
         latency: Duration::from_micros(latency_us(i)),
         phases: PhaseTimings {
             connect: i.is_multiple_of(50).then(|| Duration::from_micros(90)),
+            tls: None,
             write: Duration::from_micros(3),
             wait: Duration::from_micros(latency_us(i) - 10),
             read: Duration::from_micros(7),
@@ -35,6 +36,7 @@ fn record(metrics: &mut RunMetrics, i: u64, per_second: u64) {
         bytes_sent: 40,
         bytes_received: 120,
         body_bytes: 20,
+        decoded_body_bytes: 0,
         expected_interval: std::time::Duration::ZERO,
     });
 }

@@ -278,8 +278,16 @@ impl Definition {
             )));
         }
         let options = &mut self.options;
-        for (key, v) in a.options(&call.args[0], TEST_OPTIONS)? {
+        let known: Vec<&str> = TEST_OPTIONS
+            .iter()
+            .chain(crate::protocol::PROTOCOL_OPTIONS)
+            .copied()
+            .collect();
+        for (key, v) in a.options(&call.args[0], &known)? {
             match key.as_str() {
+                key if crate::protocol::PROTOCOL_OPTIONS.contains(&key) => {
+                    crate::protocol::apply(options, key, v, a)?
+                }
                 "timeout" => {
                     options.request_timeout = a.duration(v, key)?;
                     if options.request_timeout.is_zero() {

@@ -20,6 +20,7 @@ mod error;
 mod js;
 mod jsval;
 mod metrics;
+mod protocol;
 mod request;
 mod steps;
 mod value;

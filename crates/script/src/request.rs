@@ -7,8 +7,8 @@ use crate::steps::SessionBuilder;
 use crate::value::{self, parts, Part};
 use crate::ScriptError;
 use barrage_plan::{
-    Body, Extraction, Extractor, Header, HeaderField, JsonTemplate, Method, RequestStep, Step,
-    Value,
+    Body, BodyCoding, Extraction, Extractor, Header, HeaderField, JsonTemplate, Method,
+    RequestStep, Step, Value,
 };
 
 const REQUEST_OPTIONS: &[&str] = &[
@@ -17,6 +17,7 @@ const REQUEST_OPTIONS: &[&str] = &[
     "headers",
     "payload",
     "gzip",
+    "compress",
     "extraction",
     "abort_on_error",
 ];
@@ -84,12 +85,23 @@ impl SessionBuilder<'_> {
                 "headers" => request.headers = headers(v, a)?,
                 "payload" => request.body = Some(value::body(v, a)?),
                 "gzip" => request.gzip = a.bool(v, "gzip")?,
+                "compress" => {
+                    let text = a.string(v, "compress")?;
+                    request.compress = Some(BodyCoding::parse(text).ok_or_else(|| {
+                        a.err(format_args!(
+                            "`compress` must be \"gzip\", \"deflate\" or \"br\", got \"{text}\""
+                        ))
+                    })?);
+                }
                 "extraction" => request.extraction = extraction(v, a)?,
                 _ => request.abort_on_error = a.bool(v, "abort_on_error")?,
             }
         }
         if request.gzip && request.body.is_none() {
             return Err(a.err("`gzip: true` needs a `payload` to compress"));
+        }
+        if request.compress.is_some() && request.body.is_none() {
+            return Err(a.err("`compress` needs a `payload` to compress"));
         }
         let path_text = match &call.args[0] {
             JsVal::Str(text) => text,

@@ -540,3 +540,63 @@ fn bad_virtual_users_are_named_with_their_location() {
     let e = bad("{vus: 2, duration: 1, rampUp: 3}");
     assert!(e.contains("unknown option `rampUp`"), "{e}");
 }
+
+#[test]
+fn protocol_options_reach_the_plan_and_bad_ones_are_named() {
+    let source = format!(
+        "{HEAD}definition.setTestOptions({{http: '2', connectionModel: 'shared', poolSize: 8, \
+         maxConcurrentStreams: 100, initialWindowSize: 1048576, dnsTtl: '30s', \
+         localAddrs: '127.0.0.1-127.0.0.4', \
+         tls: {{caFile: 'ca.pem', serverName: 'api.test', minVersion: '1.3', sessionResumption: false}}}});\n\
+         definition.session('s', function (session) {{ session.get('/'); }});\n"
+    );
+    let plan = compile_source(&source, "ok.js", &fixtures()).unwrap();
+    let o = &plan.options;
+    assert_eq!(o.http, barrage_plan::HttpVersion::Http2);
+    assert_eq!(o.connections.model, barrage_plan::ConnectionModel::Shared);
+    assert_eq!(o.connections.pool_size, 8);
+    assert_eq!(o.connections.local_addrs.len(), 4);
+    assert_eq!(
+        o.connections.dns_ttl,
+        Some(std::time::Duration::from_secs(30))
+    );
+    assert_eq!(o.http2.max_concurrent_streams, Some(100));
+    assert_eq!(o.http2.initial_window_size, Some(1 << 20));
+    assert_eq!(o.tls.ca_file.as_deref(), Some("ca.pem"));
+    assert_eq!(o.tls.server_name.as_deref(), Some("api.test"));
+    assert_eq!(o.tls.min_version, Some(barrage_plan::TlsVersion::Tls13));
+    assert!(!o.tls.session_resumption);
+
+    let e = error(&format!("{HEAD}definition.setTestOptions({{http: '3'}});"));
+    assert!(
+        e.starts_with("bad.js:3:12: `definition.setTestOptions`: `http` must be"),
+        "{e}"
+    );
+    let e = error(&format!(
+        "{HEAD}definition.setTestOptions({{connectionModel: 'pool'}});"
+    ));
+    assert!(e.contains("`connectionModel` must be"), "{e}");
+    let e = error(&format!(
+        "{HEAD}definition.setTestOptions({{tls: {{verify: false}}}});"
+    ));
+    assert!(e.contains("unknown option `verify`"), "{e}");
+}
+
+#[test]
+fn request_bodies_name_their_compression() {
+    let source = in_session("  session.post('/echo', {payload: 'x', compress: 'br'});");
+    let plan = compile_source(&source, "ok.js", &fixtures()).unwrap();
+    let barrage_plan::Step::Request(request) = &plan.sessions[0].steps[0] else {
+        panic!("not a request: {:?}", plan.sessions[0].steps[0]);
+    };
+    assert_eq!(request.body_coding(), Some(barrage_plan::BodyCoding::Br));
+    let e = error(&in_session(
+        "  session.post('/echo', {payload: 'x', compress: 'zip'});",
+    ));
+    assert!(
+        e.contains("`compress` must be \"gzip\", \"deflate\" or \"br\""),
+        "{e}"
+    );
+    let e = error(&in_session("  session.get('/', {compress: 'gzip'});"));
+    assert!(e.contains("`compress` needs a `payload`"), "{e}");
+}

@@ -9,7 +9,9 @@
 //! Query values are percent-decoded; a repeated name gives an array. Header names are
 //! lower-case; repeated headers are joined with `", "`. A body that is not UTF-8 is
 //! given as standard base64 with `"body_encoding":"base64"`. `raw_query` is `null`
-//! when the URL has no `?`. Bodies above 100 MB are refused with 413.
+//! when the URL has no `?`. Bodies above 100 MB are refused with 413. A body sent with
+//! `Content-Encoding: gzip`, `deflate` or `br` is decoded first; `"decoded_from"` names the
+//! coding and `"wire_body_bytes"` its size as sent (a body that does not decode is a 400).
 
 use base64::Engine as _;
 use http_body_util::{BodyExt, Limited};
@@ -32,6 +34,26 @@ pub(crate) async fn echo(req: Request<Incoming>) -> Reply {
                 Reply::error(StatusCode::BAD_REQUEST, "could not read the request body")
             };
         }
+    };
+
+    let wire_body_bytes = body.len();
+    let coding = parts
+        .headers
+        .get(hyper::header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .filter(|v| !v.is_empty() && v != "identity");
+    let body = match &coding {
+        None => body,
+        Some(coding) => match decode_body(coding, &body) {
+            Some(decoded) => bytes::Bytes::from(decoded),
+            None => {
+                return Reply::error(
+                    StatusCode::BAD_REQUEST,
+                    "the request body does not decode as its Content-Encoding says",
+                )
+            }
+        },
     };
 
     let mut headers = Map::new();
@@ -66,8 +88,30 @@ pub(crate) async fn echo(req: Request<Incoming>) -> Reply {
         "headers": headers,
         "body": body,
         "body_encoding": encoding,
+        "decoded_from": coding,
+        "wire_body_bytes": wire_body_bytes,
     });
     Reply::json(StatusCode::OK, description.to_string())
+}
+
+/// Decodes a request body sent with `Content-Encoding: coding` (bounded by `MAX_SIZE`).
+fn decode_body(coding: &str, body: &[u8]) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    let limit = MAX_SIZE as u64 + 1;
+    let read = match coding {
+        "gzip" | "x-gzip" => flate2::read::GzDecoder::new(body)
+            .take(limit)
+            .read_to_end(&mut out),
+        "deflate" => flate2::read::ZlibDecoder::new(body)
+            .take(limit)
+            .read_to_end(&mut out),
+        "br" => brotli::Decompressor::new(body, 4096)
+            .take(limit)
+            .read_to_end(&mut out),
+        _ => return None,
+    };
+    (read.is_ok() && out.len() <= MAX_SIZE).then_some(out)
 }
 
 /// Decoded query parameters; repeated names collect into an array.

@@ -16,7 +16,10 @@ mod params;
 mod respond;
 mod routes;
 mod server;
+mod tls;
 mod tokens;
+
+pub use tls::SelfSigned;
 
 use std::net::SocketAddr;
 use std::sync::mpsc;
@@ -31,6 +34,21 @@ pub struct TargetConfig {
     pub listen: SocketAddr,
     /// Number of tokio worker threads; `None` means `std::thread::available_parallelism`.
     pub threads: Option<usize>,
+    /// Serve HTTPS with this certificate (ALPN per `protocols`).
+    pub tls: Option<SelfSigned>,
+    /// HTTP versions accepted. Cleartext HTTP/2 (h2c, prior knowledge) is recognised by its
+    /// preface unless HTTP/1.1 only is asked for.
+    pub protocols: Protocols,
+}
+
+/// Which HTTP versions the server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocols {
+    /// HTTP/1.1 and HTTP/2 (by ALPN over TLS, by preface in cleartext).
+    #[default]
+    Any,
+    Http1Only,
+    Http2Only,
 }
 
 impl Default for TargetConfig {
@@ -38,6 +56,8 @@ impl Default for TargetConfig {
         TargetConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             threads: None,
+            tls: None,
+            protocols: Protocols::Any,
         }
     }
 }
@@ -55,6 +75,9 @@ pub enum TargetError {
     /// The tokio runtime or its threads could not be started.
     #[error("cannot start the server runtime: {0}")]
     Runtime(#[source] std::io::Error),
+    /// The certificate could not be generated or loaded.
+    #[error("TLS setup failed: {0}")]
+    Tls(String),
 }
 
 /// A server running on its own background threads with its own tokio runtime.
@@ -107,6 +130,7 @@ impl Drop for RunningTarget {
 ///
 /// Returns once the socket is listening, so requests can be sent immediately.
 pub fn spawn(config: TargetConfig) -> Result<RunningTarget, TargetError> {
+    let serving = server::Serving::new(&config)?;
     let (bound_tx, bound_rx) = mpsc::sync_channel::<Result<SocketAddr, TargetError>>(1);
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let thread = std::thread::Builder::new()
@@ -128,7 +152,8 @@ pub fn spawn(config: TargetConfig) -> Result<RunningTarget, TargetError> {
                     }
                 };
                 let addr = listener.local_addr().unwrap_or(config.listen);
-                let accept = tokio::spawn(server::accept_loop(listener, server::new_state()));
+                let accept =
+                    tokio::spawn(server::accept_loop(listener, server::new_state(), serving));
                 let _ = bound_tx.send(Ok(addr));
                 // Either an explicit stop or the handle being dropped ends the server.
                 let _ = stop_rx.await;
@@ -164,6 +189,7 @@ pub fn serve_blocking(
     config: TargetConfig,
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<(), TargetError> {
+    let serving = server::Serving::new(&config)?;
     let runtime = server::build_runtime(config.threads)?;
     let result = runtime.block_on(async move {
         let listener = server::bind(config.listen)?;
@@ -178,7 +204,7 @@ pub fn serve_blocking(
             signal = &mut ctrl_c => Some(signal),
             () = std::future::ready(()) => None,
         };
-        let accept = tokio::spawn(server::accept_loop(listener, server::new_state()));
+        let accept = tokio::spawn(server::accept_loop(listener, server::new_state(), serving));
         on_bound(addr);
         let signal = match early {
             Some(signal) => signal,

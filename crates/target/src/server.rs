@@ -11,7 +11,8 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio::runtime::Runtime;
 
 use crate::routes::{self, State};
-use crate::TargetError;
+use crate::{Protocols, TargetConfig, TargetError};
+use tokio_rustls::TlsAcceptor;
 
 /// Listen backlog asked from the kernel (it is capped by `net.core.somaxconn`).
 const BACKLOG: u32 = 8192;
@@ -56,9 +57,29 @@ pub(crate) fn new_state() -> Arc<State> {
     Arc::new(State::new())
 }
 
+/// How accepted connections are served: TLS or not, and which HTTP versions.
+#[derive(Clone)]
+pub(crate) struct Serving {
+    tls: Option<TlsAcceptor>,
+    protocols: Protocols,
+}
+
+impl Serving {
+    pub(crate) fn new(config: &TargetConfig) -> Result<Serving, TargetError> {
+        let tls = match &config.tls {
+            Some(cert) => Some(cert.acceptor(config.protocols)?),
+            None => None,
+        };
+        Ok(Serving {
+            tls,
+            protocols: config.protocols,
+        })
+    }
+}
+
 /// Accepts connections forever, serving each on its own task.
-pub(crate) async fn accept_loop(listener: TcpListener, state: Arc<State>) {
-    let builder = Arc::new(connection_builder());
+pub(crate) async fn accept_loop(listener: TcpListener, state: Arc<State>, serving: Serving) {
+    let builder = Arc::new(connection_builder(serving.protocols));
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _peer)) => stream,
@@ -70,20 +91,40 @@ pub(crate) async fn accept_loop(listener: TcpListener, state: Arc<State>) {
         let _ = stream.set_nodelay(true);
         let state = Arc::clone(&state);
         let builder = Arc::clone(&builder);
+        let tls = serving.tls.clone();
         tokio::spawn(async move {
             let service = service_fn(move |req| routes::handle(Arc::clone(&state), req));
-            // Errors here are client disconnects, protocol errors or a deliberate
-            // `close=1`; the connection is simply gone either way.
-            let _ = builder
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+            // Errors here are client disconnects, failed handshakes, protocol errors or a
+            // deliberate `close=1`; the connection is simply gone either way.
+            match tls {
+                None => {
+                    let _ = builder
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                }
+                Some(acceptor) => {
+                    if let Ok(stream) = acceptor.accept(stream).await {
+                        let _ = builder
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
+                    }
+                }
+            }
         });
     }
 }
 
-/// HTTP/1.1 with keep-alive, plus HTTP/2 with prior knowledge (h2c) detected from the preface.
-fn connection_builder() -> auto::Builder<TokioExecutor> {
+/// HTTP/1.1 with keep-alive, plus HTTP/2 detected from its preface (h2c prior knowledge, or
+/// h2 after ALPN), unless one version only is asked for.
+fn connection_builder(protocols: Protocols) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().keep_alive(true);
-    builder
+    // Clients of a load test open many streams per connection; hyper's default of 200 would
+    // make the server, not the client, the limit.
+    builder.http2().max_concurrent_streams(1000);
+    match protocols {
+        Protocols::Any => builder,
+        Protocols::Http1Only => builder.http1_only(),
+        Protocols::Http2Only => builder.http2_only(),
+    }
 }

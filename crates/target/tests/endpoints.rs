@@ -16,6 +16,7 @@ fn config() -> TargetConfig {
     TargetConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         threads: Some(2),
+        ..TargetConfig::default()
     }
 }
 
@@ -427,6 +428,7 @@ fn lifecycle_bind_errors_shutdown_and_drop() {
     match spawn(TargetConfig {
         listen: addr,
         threads: Some(1),
+        ..TargetConfig::default()
     }) {
         Err(TargetError::Bind { addr: failed, .. }) => assert_eq!(failed, addr),
         other => panic!("expected a bind error, got {other:?}"),

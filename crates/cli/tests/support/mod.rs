@@ -30,6 +30,8 @@ pub struct Target {
     child: Child,
     pub addr: SocketAddr,
     pub first_line: String,
+    /// With `--tls`: the certificate file the target printed on its second line.
+    pub cert_path: Option<String>,
     drain: Option<JoinHandle<()>>,
 }
 
@@ -49,11 +51,16 @@ impl Target {
             .expect("spawn barrage target");
         let stdout = child.stdout.take().expect("target stdout");
         let (tx, rx) = mpsc::channel();
-        // Reads the first line, then keeps draining so the target never sees a closed pipe.
+        let tls = extra.contains(&"--tls");
+        // Reads the first line (and the certificate line with --tls), then keeps draining so
+        // the target never sees a closed pipe.
         let drain = std::thread::spawn(move || {
             let mut reader = BufReader::new(stdout);
             let mut line = String::new();
-            let read = reader.read_line(&mut line);
+            let mut read = reader.read_line(&mut line);
+            if tls && read.is_ok() {
+                read = reader.read_line(&mut line);
+            }
             let _ = tx.send(read.map(|_| line));
             let mut sink = Vec::new();
             let _ = reader.read_to_end(&mut sink);
@@ -66,7 +73,18 @@ impl Target {
                 panic!("barrage target did not print its address line: {other:?}");
             }
         };
-        let first_line = first_line.trim_end().to_string();
+        let mut lines = first_line.lines();
+        let cert_line = if tls { lines.nth(1) } else { None };
+        // "barrage target certificate PATH sha256:..."
+        let cert_path = cert_line
+            .and_then(|l| l.split_whitespace().nth(3))
+            .map(String::from);
+        let first_line = first_line
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_end()
+            .to_string();
         let addr = match first_line
             .split_whitespace()
             .last()
@@ -83,6 +101,7 @@ impl Target {
             child,
             addr,
             first_line,
+            cert_path,
             drain: Some(drain),
         }
     }
@@ -90,6 +109,11 @@ impl Target {
     /// `http://ADDR` followed by `path` (which starts with `/`).
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
+    }
+
+    /// `https://ADDR` followed by `path`.
+    pub fn https_url(&self, path: &str) -> String {
+        format!("https://{}{}", self.addr, path)
     }
 }
 

@@ -126,6 +126,7 @@ mod tests {
             duration: Duration::from_micros(12_500),
             phases: PhaseTimings {
                 connect: None,
+                tls: None,
                 write: Duration::from_micros(10),
                 wait: Duration::from_micros(12_000),
                 read: Duration::from_micros(490),

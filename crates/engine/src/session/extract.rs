@@ -1,7 +1,7 @@
 //! Extractions: response values stored in session variables. JSONPath (RFC 9535, first
 //! match; a string as is, anything else as its JSON text) and regular expressions (first
 //! capture group, or the whole match) read the body, decompressed first when the response
-//! says `Content-Encoding: gzip`/`deflate`; header extractions read captured header values.
+//! says `Content-Encoding: gzip`/`deflate`/`br`; header extractions read captured header values.
 //! Expressions are compiled with the plan. A failed extraction leaves the variable unset.
 
 use super::program::Scope;
@@ -92,6 +92,14 @@ impl BodyDecoder {
             ContentCoding::Identity | ContentCoding::Other => return Some(body),
             ContentCoding::Gzip => gzip_payload(body)?,
             ContentCoding::Deflate => deflate_payload(body),
+            ContentCoding::Br => {
+                self.decoded.clear();
+                let mut reader = brotli::Decompressor::new(body, 4096);
+                let limited = std::io::Read::take(&mut reader, MAX_DECODED as u64 + 1);
+                let mut limited = limited;
+                std::io::Read::read_to_end(&mut limited, &mut self.decoded).ok()?;
+                return (self.decoded.len() <= MAX_DECODED).then_some(&self.decoded[..]);
+            }
         };
         let inflate = self.inflate.get_or_insert_with(|| Decompress::new(false));
         inflate.reset(false);
@@ -250,6 +258,7 @@ mod tests {
             let mut capture = Capture {
                 headers,
                 body: true,
+                encoded_body: false,
                 into: &mut captured,
             };
             connection
@@ -380,6 +389,34 @@ mod tests {
             1
         );
         assert_eq!(state.text(0), "");
+    }
+
+    #[test]
+    fn brotli_bodies_are_decoded() {
+        let mut br = Vec::new();
+        {
+            let mut w = brotli::CompressorWriter::new(&mut br, 4096, 5, 22);
+            w.write_all(b"{\"a\":\"brotli\"}").unwrap();
+        }
+        let list = [extraction("a", Extractor::JsonPath { path: "$.a".into() })];
+        let (extractions, mut state) = compiled(&list);
+        let encoded = captured(
+            response("Content-Encoding: br\r\n", &br),
+            &extractions.headers,
+        );
+        assert_eq!(
+            extractions.apply(&encoded, &mut BodyDecoder::default(), &mut state),
+            0
+        );
+        assert_eq!(state.text(0), "brotli");
+        let corrupt = captured(
+            response("Content-Encoding: br\r\n", b"not brotli"),
+            &extractions.headers,
+        );
+        assert_eq!(
+            extractions.apply(&corrupt, &mut BodyDecoder::default(), &mut state),
+            1
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 pub(crate) mod binds;
 pub(crate) mod checks;
+pub(crate) mod compress;
 pub(crate) mod custom;
 pub(crate) mod extract;
 pub(crate) mod program;

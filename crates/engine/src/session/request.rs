@@ -4,6 +4,7 @@
 //! optional gzip) rendered per request into a reused buffer. Every request gets a unique
 //! `X-Request-Id` (unless the plan sets one itself).
 
+use super::compress::Compressors;
 use super::extract::Extractions;
 use super::program::Scope;
 use super::values::{encode_into, CValue, Encoding, Eval, Template};
@@ -12,8 +13,8 @@ use barrage_http::{
     default_headers, is_clean_path, is_header_value_byte, is_token, method_sends_length,
     RequestError,
 };
-use barrage_plan::{Body, Header, JsonTemplate, RequestStep, Value};
-use flate2::{Compress, Compression, FlushCompress, Status};
+use barrage_plan::{Body, BodyCoding, Header, JsonTemplate, RequestStep, Value};
+use flate2::{Compress, FlushCompress, Status};
 
 /// What every request of the plan shares.
 #[derive(Debug)]
@@ -35,7 +36,7 @@ enum Wire {
         /// Request line and headers up to (not including) `Content-Length`.
         head: Template,
         body: Option<Template>,
-        gzip: bool,
+        coding: Option<BodyCoding>,
         content_length: bool,
     },
 }
@@ -53,12 +54,12 @@ pub(crate) struct CompiledRequest {
     request_id: bool,
 }
 
-/// A worker's buffers for building bodies, and its deflate state for gzip.
+/// A worker's buffers for building bodies, and its compressors.
 #[derive(Default)]
 pub(crate) struct BuildScratch {
     body: Vec<u8>,
     zipped: Vec<u8>,
-    deflate: Option<Compress>,
+    compressors: Compressors,
 }
 
 impl std::fmt::Debug for BuildScratch {
@@ -84,10 +85,6 @@ pub(crate) fn gzip_into(deflate: &mut Compress, input: &[u8], out: &mut Vec<u8>)
     crc.update(input);
     out.extend_from_slice(&crc.sum().to_le_bytes());
     out.extend_from_slice(&(input.len() as u32).to_le_bytes());
-}
-
-fn new_deflate() -> Compress {
-    Compress::new(Compression::default(), false)
 }
 
 /// Appends the decimal digits of `n`, without allocating.
@@ -292,8 +289,11 @@ impl CompiledRequest {
                 if let Some(content_type) = content_type.filter(|_| !user_has("content-type")) {
                     header_line(&mut head, "Content-Type", content_type);
                 }
-                if request.gzip && !user_has("content-encoding") {
-                    header_line(&mut head, "Content-Encoding", "gzip");
+                if let Some(coding) = request
+                    .body_coding()
+                    .filter(|_| !user_has("content-encoding"))
+                {
+                    header_line(&mut head, "Content-Encoding", coding.name());
                 }
                 Some(template)
             }
@@ -307,9 +307,9 @@ impl CompiledRequest {
                     .and_then(Template::constant)
                     .unwrap_or_default()
                     .to_vec();
-                if request.gzip && request.body.is_some() {
+                if let Some(coding) = request.body_coding() {
                     let mut zipped = Vec::new();
-                    gzip_into(&mut new_deflate(), &body, &mut zipped);
+                    Compressors::default().compress_into(coding, &body, &mut zipped);
                     body = zipped;
                 }
                 let mut fixed = fixed_head.to_vec();
@@ -333,7 +333,7 @@ impl CompiledRequest {
             _ => Wire::Dynamic {
                 head,
                 body,
-                gzip: request.gzip,
+                coding: request.body_coding(),
                 content_length,
             },
         };
@@ -369,21 +369,21 @@ impl CompiledRequest {
             Wire::Dynamic {
                 head,
                 body,
-                gzip,
+                coding,
                 content_length,
             } => {
                 let BuildScratch {
                     body: plain,
                     zipped,
-                    deflate,
+                    compressors,
                 } = scratch;
                 let body: &[u8] = match body {
                     None => &[],
                     Some(template) => {
                         plain.clear();
                         template.render(cx, plain);
-                        if *gzip {
-                            gzip_into(deflate.get_or_insert_with(new_deflate), plain, zipped);
+                        if let Some(coding) = coding {
+                            compressors.compress_into(*coding, plain, zipped);
                             zipped
                         } else {
                             plain

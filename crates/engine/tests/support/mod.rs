@@ -117,3 +117,13 @@ pub fn recording_server() -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
     });
     (addr, ids)
 }
+
+/// Writes `pem` to a file of its own in the temp directory and returns its path.
+pub fn scratch_pem(pem: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("barrage-engine-{}-{n}.pem", std::process::id()));
+    std::fs::write(&path, pem).unwrap();
+    path.to_string_lossy().into_owned()
+}

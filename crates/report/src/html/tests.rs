@@ -17,6 +17,7 @@ pub(crate) fn sample_results() -> ResultsFile {
             bytes_sent: 40,
             bytes_received: 100,
             body_bytes: 20,
+            decoded_body_bytes: 0,
             expected_interval: std::time::Duration::ZERO,
         });
     }

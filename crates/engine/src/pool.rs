@@ -1,0 +1,227 @@
+//! The `shared` connection model: a pool of N connections per worker thread. An HTTP/2
+//! connection serves many clients at once (each request takes a stream; handles are clones);
+//! an HTTP/1.1 connection is lent to one request at a time. Clients wait for a slot when all
+//! are busy or being opened, so the pool never holds more than N connections.
+
+use barrage_http::{AnyConnection, H2Id};
+use std::cell::{Cell, RefCell};
+use tokio::sync::Notify;
+
+enum Slot {
+    /// No connection: the next request that gets this slot opens one.
+    Empty,
+    /// A request is opening this slot's connection.
+    Opening,
+    /// A connection ready for requests (an HTTP/2 one may be serving some already).
+    Ready(AnyConnection),
+    /// An HTTP/1.1 connection lent to a request.
+    Lent,
+}
+
+/// One worker's pool. Single-threaded: plain cells, no locks.
+pub(crate) struct SharedPool {
+    slots: RefCell<Vec<Slot>>,
+    /// Streams in flight per slot (HTTP/2); capped by `max_streams`.
+    streams: RefCell<Vec<u32>>,
+    max_streams: u32,
+    cursor: Cell<usize>,
+    changed: Notify,
+}
+
+/// What a lease holds of its slot.
+enum Held {
+    /// The slot was empty: the lease opens its connection.
+    Opening,
+    /// The slot's HTTP/1.1 connection, lent whole.
+    Lent,
+    /// One stream on the slot's HTTP/2 connection (identified).
+    Stream(H2Id),
+}
+
+/// A slot held for one request: the connection to use (or `None`: open one into the slot).
+/// Dropped without [`Lease::finish`] (a timed-out request), the slot is emptied.
+pub(crate) struct Lease<'a> {
+    pool: &'a SharedPool,
+    slot: usize,
+    held: Held,
+    pub(crate) connection: Option<AnyConnection>,
+    finished: bool,
+}
+
+impl SharedPool {
+    pub(crate) fn new(size: usize, max_streams: Option<u32>) -> Self {
+        let size = size.max(1);
+        Self {
+            slots: RefCell::new((0..size).map(|_| Slot::Empty).collect()),
+            streams: RefCell::new(vec![0; size]),
+            max_streams: max_streams.unwrap_or(u32::MAX).max(1),
+            cursor: Cell::new(0),
+            changed: Notify::new(),
+        }
+    }
+
+    /// A slot for one request, waiting while every slot is lent, opening, or at its stream
+    /// limit. Ready HTTP/2 connections are taken in turn, so load spreads over all of them.
+    pub(crate) async fn checkout(&self) -> Lease<'_> {
+        loop {
+            let changed = self.changed.notified();
+            if let Some(lease) = self.try_checkout() {
+                return lease;
+            }
+            changed.await;
+        }
+    }
+
+    fn try_checkout(&self) -> Option<Lease<'_>> {
+        let mut slots = self.slots.borrow_mut();
+        let mut streams = self.streams.borrow_mut();
+        let n = slots.len();
+        let start = self.cursor.get();
+        for k in 0..n {
+            let i = (start + k) % n;
+            let (held, connection) = match &mut slots[i] {
+                Slot::Ready(AnyConnection::Http2(h2)) if streams[i] < self.max_streams => {
+                    streams[i] += 1;
+                    (
+                        Held::Stream(h2.id()),
+                        Some(AnyConnection::Http2(h2.clone())),
+                    )
+                }
+                Slot::Ready(AnyConnection::Http1(_)) => {
+                    match std::mem::replace(&mut slots[i], Slot::Lent) {
+                        Slot::Ready(connection) => (Held::Lent, Some(connection)),
+                        _ => unreachable!("matched Ready above"),
+                    }
+                }
+                Slot::Empty => {
+                    slots[i] = Slot::Opening;
+                    (Held::Opening, None)
+                }
+                _ => continue,
+            };
+            self.cursor.set(i + 1);
+            return Some(Lease {
+                pool: self,
+                slot: i,
+                held,
+                connection,
+                finished: false,
+            });
+        }
+        None
+    }
+
+    /// Connections the pool holds (ready, lent or being opened).
+    #[cfg(test)]
+    pub(crate) fn occupied(&self) -> usize {
+        self.slots
+            .borrow()
+            .iter()
+            .filter(|s| !matches!(s, Slot::Empty))
+            .count()
+    }
+
+    /// Takes a lease's slot back. `connection` is what the request ended with: the one it
+    /// was given, a fresh one its retry opened, or none.
+    fn release(&self, slot: usize, held: &Held, connection: Option<AnyConnection>, reusable: bool) {
+        let mut slots = self.slots.borrow_mut();
+        let mut streams = self.streams.borrow_mut();
+        let keep = connection.filter(|_| reusable);
+        match held {
+            Held::Opening | Held::Lent => {
+                streams[slot] = 0;
+                slots[slot] = keep.map_or(Slot::Empty, Slot::Ready);
+            }
+            Held::Stream(given) => {
+                // The slot may have moved on (emptied, reopened) while this stream ran: only
+                // a slot still holding the connection this stream was given is touched.
+                let still_there = matches!(
+                    &slots[slot],
+                    Slot::Ready(AnyConnection::Http2(current)) if current.is(given)
+                );
+                if still_there {
+                    streams[slot] = streams[slot].saturating_sub(1);
+                    match keep {
+                        // The stream finished on the slot's connection: nothing changes.
+                        Some(AnyConnection::Http2(ended)) if ended.is(given) => {}
+                        // A retry replaced a connection that had failed.
+                        Some(fresh) => {
+                            streams[slot] = 0;
+                            slots[slot] = Slot::Ready(fresh);
+                        }
+                        None => {
+                            streams[slot] = 0;
+                            slots[slot] = Slot::Empty;
+                        }
+                    }
+                }
+            }
+        }
+        drop((slots, streams));
+        self.changed.notify_waiters();
+    }
+}
+
+impl Lease<'_> {
+    /// Gives the slot back: with its connection when `reusable`, empty otherwise.
+    pub(crate) fn finish(mut self, reusable: bool) {
+        self.finished = true;
+        let connection = self.connection.take();
+        self.pool
+            .release(self.slot, &self.held, connection, reusable);
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.pool.release(self.slot, &self.held, None, false);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    fn poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+        future.poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    #[test]
+    fn never_holds_more_than_its_size_and_waiters_get_freed_slots() {
+        let pool = SharedPool::new(2, None);
+        let first = match poll_once(pin!(pool.checkout())) {
+            Poll::Ready(lease) => lease,
+            Poll::Pending => panic!("an empty slot is free"),
+        };
+        assert!(
+            first.connection.is_none(),
+            "an empty slot is opened by its lease"
+        );
+        let second = match poll_once(pin!(pool.checkout())) {
+            Poll::Ready(lease) => lease,
+            Poll::Pending => panic!("the second slot is free"),
+        };
+        assert_ne!(first.slot, second.slot);
+        assert_eq!(pool.occupied(), 2);
+        let mut third = pin!(pool.checkout());
+        assert!(
+            poll_once(third.as_mut()).is_pending(),
+            "both slots are opening"
+        );
+        // An open that failed empties its slot, and the waiter gets it.
+        first.finish(false);
+        assert_eq!(pool.occupied(), 1);
+        match poll_once(third.as_mut()) {
+            Poll::Ready(lease) => assert!(lease.connection.is_none()),
+            Poll::Pending => panic!("the freed slot goes to the waiter"),
+        }
+        // A lease dropped without finishing (a timeout) empties its slot too.
+        drop(second);
+        assert_eq!(pool.occupied(), 0);
+    }
+}

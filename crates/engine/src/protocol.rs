@@ -1,0 +1,142 @@
+//! From the plan's protocol options to the HTTP layer's connector: TLS settings (read once
+//! per run), HTTP version, HTTP/2 settings. A TLS configuration that cannot be built (an
+//! unreadable `--cacert`) is bad input, found before any worker starts.
+
+use crate::pool::SharedPool;
+use barrage_http::{Alpn, Connector, H2Settings, TlsClient, TlsConfigError, TlsSettings, Version};
+use barrage_metrics::ErrorKind;
+use barrage_plan::{ConnectionModel, HttpVersion, Plan, Scheme, TlsVersion};
+use std::cell::{Cell, RefCell};
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The connector every worker of `plan`'s run opens connections with.
+pub fn connector(plan: &Plan) -> Result<Connector, TlsConfigError> {
+    let options = &plan.options;
+    let version = match options.http {
+        HttpVersion::Http1 => Version::Http1,
+        HttpVersion::Http2 => Version::Http2,
+        HttpVersion::Auto => Version::Auto,
+    };
+    let tls = match plan.target.scheme {
+        Scheme::Http => None,
+        Scheme::Https => {
+            let tls = &options.tls;
+            let min = tls.min_version.unwrap_or(TlsVersion::Tls12);
+            let max = tls.max_version.unwrap_or(TlsVersion::Tls13);
+            let in_range = |v: TlsVersion| min <= v && v <= max;
+            let settings = TlsSettings {
+                ca_file: tls.ca_file.as_ref().map(PathBuf::from),
+                insecure: tls.insecure,
+                client_cert: match (&tls.client_cert, &tls.client_key) {
+                    (Some(cert), Some(key)) => Some((PathBuf::from(cert), PathBuf::from(key))),
+                    (Some(cert), None) => Some((PathBuf::from(cert), PathBuf::from(cert))),
+                    _ => None,
+                },
+                tls12: in_range(TlsVersion::Tls12),
+                tls13: in_range(TlsVersion::Tls13),
+                resumption: tls.session_resumption,
+                alpn: match version {
+                    Version::Http1 => Alpn::Http1,
+                    // Offer both even when h2 is required, so a server without it answers
+                    // with http/1.1 and the failure can say so (rather than a bare alert).
+                    Version::Http2 | Version::Auto => Alpn::Both,
+                },
+                server_name: tls.server_name.clone(),
+            };
+            Some(TlsClient::new(&settings, &plan.target.host)?)
+        }
+    };
+    Ok(Connector {
+        tls,
+        version,
+        h2: H2Settings {
+            initial_window_size: options.http2.initial_window_size,
+            initial_connection_window_size: options.http2.initial_connection_window_size,
+        },
+    })
+}
+
+/// Run-wide connection settings every worker gets.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnectionSettings {
+    pub connector: Connector,
+    pub model: ConnectionModel,
+    pub pool_size: usize,
+    pub max_streams: Option<u32>,
+    /// Source addresses to bind new connections to, in turn.
+    pub local_addrs: Arc<[IpAddr]>,
+    /// Re-resolve the target this often (`None`: once per run).
+    pub dns_ttl: Option<Duration>,
+    /// The target's host and port, for re-resolving.
+    pub host: String,
+    pub port: u16,
+    /// Decode compressed responses (they were asked for with Accept-Encoding) to count their
+    /// decoded size.
+    pub decode_responses: bool,
+}
+
+impl ConnectionSettings {
+    pub(crate) fn new(plan: &Plan) -> Result<ConnectionSettings, TlsConfigError> {
+        let connections = &plan.options.connections;
+        Ok(ConnectionSettings {
+            connector: connector(plan)?,
+            model: connections.model,
+            pool_size: connections.pool_size.max(1) as usize,
+            max_streams: plan.options.http2.max_concurrent_streams,
+            local_addrs: connections.local_addrs.clone().into(),
+            dns_ttl: connections.dns_ttl,
+            host: plan.target.host.clone(),
+            port: plan.target.port,
+            decode_responses: plan.options.compression,
+        })
+    }
+}
+
+/// A worker's connection state: the shared pool (in the `shared` model), the next source
+/// address, and the target's addresses when they are re-resolved during the run.
+pub(crate) struct WorkerConnections {
+    pub pool: Option<SharedPool>,
+    next_local: Cell<usize>,
+    resolved: RefCell<Option<(Instant, Arc<Vec<SocketAddr>>)>>,
+}
+
+impl WorkerConnections {
+    pub(crate) fn new(settings: &ConnectionSettings) -> Self {
+        Self {
+            pool: (settings.model == ConnectionModel::Shared)
+                .then(|| SharedPool::new(settings.pool_size, settings.max_streams)),
+            next_local: Cell::new(0),
+            resolved: RefCell::new(None),
+        }
+    }
+
+    /// The source address for the next connection, in turn.
+    pub(crate) fn next_local(&self, settings: &ConnectionSettings) -> Option<IpAddr> {
+        if settings.local_addrs.is_empty() {
+            return None;
+        }
+        let i = self.next_local.get();
+        self.next_local.set((i + 1) % settings.local_addrs.len());
+        Some(settings.local_addrs[i])
+    }
+
+    /// The target's addresses when a DNS TTL is set: resolved again once it has passed.
+    pub(crate) async fn resolve_with_ttl(
+        &self,
+        ttl: Duration,
+        host: &str,
+        port: u16,
+    ) -> Result<Arc<Vec<SocketAddr>>, ErrorKind> {
+        if let Some((at, addrs)) = &*self.resolved.borrow() {
+            if at.elapsed() < ttl {
+                return Ok(Arc::clone(addrs));
+            }
+        }
+        let addrs = Arc::new(barrage_http::resolve(host, port).await?);
+        *self.resolved.borrow_mut() = Some((Instant::now(), Arc::clone(&addrs)));
+        Ok(addrs)
+    }
+}
