@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 /// VUs during one second of the run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VuSecond {
-    /// The most VUs running at once during the second (k6 `vus`).
+    /// The most VUs running at once during the second (k6 `vus`); merged runs add up each
+    /// worker's figure, so a second in which workers peak at different moments can read
+    /// slightly above the true peak.
     pub vus: u64,
     /// VUs allocated (pool size, or the stages' peak) during the second (k6 `vus_max`).
     pub vus_max: u64,

@@ -120,7 +120,7 @@ impl SelfCheckSummary {
         if !reasons.is_empty() {
             let _ = writeln!(
                 out,
-                "WARNING: latency figures are untrustworthy, the generator was the bottleneck:"
+                "WARNING: latency figures are untrustworthy, the generator itself delayed requests:"
             );
             for reason in reasons {
                 let _ = writeln!(out, "  - {reason}");

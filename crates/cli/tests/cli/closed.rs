@@ -362,3 +362,27 @@ fn graceful_stop_and_ramp_down_let_iterations_finish_then_interrupt_them() {
     let vus = vus_series(&s);
     assert_eq!(&vus[..3], &[2, 2, 0], "{vus:?}");
 }
+
+#[test]
+fn constant_vus_with_multi_step_sessions_stop_on_time() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    // Several requests per iteration: a VU finding the iterations over must stop, not loop
+    // back before the VU controller has marked the end (that once spun until the hard stop).
+    let script = format!(
+        "definition.setTarget(\"http://{addr}\");\ndefinition.setVirtualUsers({{vus: 5, duration: 1}});\ndefinition.session(\"s\", function (session) {{\n  session.get(\"/health\", {{ tag: \"a\" }});\n  session.times(3, function (s) {{ s.get(\"/health\", {{ tag: \"b\" }}); }});\n}});\n",
+        addr = target.addr
+    );
+    let script = scratch_file("multi.js", script.as_bytes());
+    for _ in 0..3 {
+        let s = run_json(&script, &["--threads", "1"], Duration::from_secs(30));
+        assert!(f(&s, "total_s") < 2.0, "ran {} s", s["total_s"]);
+        let sessions = &s["sessions"];
+        assert_eq!(
+            u(sessions, "started"),
+            u(sessions, "completed"),
+            "{sessions}"
+        );
+        assert_eq!(u(&s, "connections_opened"), 5);
+    }
+}
