@@ -211,9 +211,9 @@ fn run_worker(
     // Dropping the set cancels clients still in flight at the deadline or stop: their
     // unfinished requests are not counted, their sessions count as interrupted.
     drop(local);
-    let (cpu, wall) = cpu_clock.elapsed();
+    let (cpu, waiting, wall) = cpu_clock.elapsed();
     let mut metrics = worker.metrics.take();
-    metrics.self_check.set_times(cpu, wall);
+    metrics.self_check.set_times(cpu, waiting, wall);
     metrics
         .vus
         .fill_to(worker.second_of(Instant::now()).saturating_sub(1));

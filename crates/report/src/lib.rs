@@ -11,6 +11,7 @@ mod summary;
 pub use hey::render_hey;
 pub use run::render_run;
 pub use self_check::{
-    LagPercentiles, SelfCheckSummary, CPU_LIMIT, LAG_P99_LIMIT_US, STALL_SHARE_LIMIT,
+    LagPercentiles, SelfCheckSummary, BUSY_MACHINE_WAIT_PERCENT, CPU_LIMIT, LAG_P99_LIMIT_US,
+    STALL_SHARE_LIMIT,
 };
 pub use summary::{ArrivalSummary, PhaseSummary, PlannedArrivals, RunInfo, Summary, TagSummary};

@@ -189,29 +189,36 @@ fn an_overloaded_generator_is_flagged_untrustworthy_and_a_light_run_is_not() {
         "{rate: 50, duration: 2, preAllocatedVUs: 2, maxVUs: 4}",
         "/health",
     );
-    // The machine running the tests may be shared: an OS hiccup of a few ms is a real
-    // distortion the self-check reports, so a light run gets three attempts to come out clean.
+    // The machine running the tests may be shared: threads kept from a CPU by other
+    // processes are a real distortion the self-check reports, and then says the machine is
+    // busy. A light run must come out clean, or be flagged only for lag or stalls while its
+    // threads measurably waited for a CPU — never for its own load. Three attempts.
     let (mut attempts, mut clean) = (Vec::new(), false);
     for _ in 0..3 {
         let s = run_json(&light, &["--threads", "1"], Duration::from_secs(30));
-        assert!(
-            u(&s["self_check"]["scheduler_lag"], "count") >= 95,
-            "{:#}",
-            s["self_check"]
-        );
-        assert!(
-            f(&s["self_check"], "cpu_percent") < 50.0,
-            "{:#}",
-            s["self_check"]
-        );
-        clean = s["trustworthy"] == true;
-        assert_eq!(clean, s["trust_reasons"] == Value::Array(vec![]), "{s:#}");
-        attempts.push((s["self_check"].clone(), s["trust_reasons"].clone()));
+        let check = &s["self_check"];
+        assert!(u(&check["scheduler_lag"], "count") >= 95, "{check:#}");
+        assert!(f(check, "cpu_percent") < 50.0, "{check:#}");
+        let reasons: Vec<String> = s["trust_reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(s["trustworthy"] == true, reasons.is_empty(), "{s:#}");
+        let busy_machine = f(check, "cpu_wait_percent") >= 1.0;
+        clean = reasons
+            .iter()
+            .all(|r| busy_machine && r.contains("the machine is busy"));
+        attempts.push((check.clone(), reasons));
         if clean {
             break;
         }
     }
-    assert!(clean, "a light run was flagged three times: {attempts:#?}");
+    assert!(
+        clean,
+        "a light run was flagged three times without a busy machine to explain it: {attempts:#?}"
+    );
     // A rate no single thread can hold: slots start late, the thread is busy.
     let url = target.url("/health");
     let s = quick_json(
