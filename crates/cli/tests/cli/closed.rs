@@ -90,6 +90,8 @@ fn a_ramp_to_50_vus_and_down_follows_the_stages_within_a_second() {
     assert_eq!(u(&s["vus_peak"], "vus_max"), 50);
     let sessions = &s["sessions"];
     assert!(u(sessions, "completed") > 500, "{sessions}");
+    // Every response is in the corrected histogram too (first iterations included).
+    assert!(u(&s["latency_corrected"], "count") >= u(&s["latency"], "count"));
     assert_eq!(
         u(sessions, "started"),
         u(sessions, "completed") + u(sessions, "interrupted"),
@@ -166,6 +168,10 @@ fn corrected_latency_shows_a_stall_that_raw_latency_hides() {
             .and_then(|p| p[1].as_u64())
             .unwrap_or_else(|| panic!("no p99 in {stats}"))
     };
+    assert!(
+        u(&s["latency_corrected"], "count") > u(&s["latency"], "count"),
+        "the correction adds the requests the stall kept from being sent"
+    );
     let raw = p99(&s["latency"]);
     let corrected = p99(&s["latency_corrected"]);
     assert!(raw < 100_000, "raw p99 {raw} µs should not show the stall");
