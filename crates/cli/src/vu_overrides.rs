@@ -105,7 +105,8 @@ impl VuOverrides {
         };
         plan.workload = if let Some(stages) = &self.stages {
             Workload::RampingVus(RampingVus {
-                start_vus: 0,
+                // k6's default: one VU from the start.
+                start_vus: 1,
                 stages: stages.clone(),
                 graceful_stop,
                 graceful_ramp_down: match old {

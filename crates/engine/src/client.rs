@@ -24,8 +24,9 @@ pub(crate) struct Client {
     pub(crate) state: SessionState,
     /// Instructions run since the client last yielded (kept across iterations).
     since_yield: u32,
-    /// Closed models: the VU's pacing, for the coordinated-omission correction (zero: none).
-    pub(crate) expected_interval: std::time::Duration,
+    /// Closed models: the VU's pacing, for the coordinated-omission correction (`None`: the
+    /// model counts from planned starts and needs none).
+    pub(crate) expected_interval: Option<std::time::Duration>,
 }
 
 /// How a session ended.

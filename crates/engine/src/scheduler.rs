@@ -270,9 +270,10 @@ fn run_worker(
     if let Some(sampler) = &worker.sampler {
         sampler.borrow_mut().flush();
     }
-    let (cpu, wall) = cpu_clock.elapsed();
+    let (cpu, waiting, wall) = cpu_clock.elapsed();
+
     let mut metrics = worker.metrics.take();
-    metrics.self_check.set_times(cpu, wall);
+    metrics.self_check.set_times(cpu, waiting, wall);
     metrics
         .vus
         .fill_to(worker.second_of(Instant::now()).saturating_sub(1));

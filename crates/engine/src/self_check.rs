@@ -7,35 +7,51 @@ use barrage_metrics::TICK;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-/// CPU time the calling thread has used, from `/proc/thread-self/schedstat` (ns, Linux).
+/// The calling thread's scheduler statistics: time on a CPU, and time it was ready to run
+/// but waited for a CPU (other processes had it), from `/proc/thread-self/schedstat` (Linux).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ThreadTimes {
+    pub on_cpu: Duration,
+    pub waiting_for_cpu: Duration,
+}
+
 /// `None` where the platform does not tell.
-pub(crate) fn thread_cpu_time() -> Option<Duration> {
+pub(crate) fn thread_times() -> Option<ThreadTimes> {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
-    Some(Duration::from_nanos(ns))
+    let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+    let on_cpu = fields.next()??;
+    let waiting = fields.next()??;
+    Some(ThreadTimes {
+        on_cpu: Duration::from_nanos(on_cpu),
+        waiting_for_cpu: Duration::from_nanos(waiting),
+    })
 }
 
 /// What a worker notes when it starts, to measure its CPU share when it ends.
 pub(crate) struct CpuClock {
     wall: Instant,
-    cpu: Option<Duration>,
+    times: Option<ThreadTimes>,
 }
 
 impl CpuClock {
     pub(crate) fn start() -> Self {
         Self {
             wall: Instant::now(),
-            cpu: thread_cpu_time(),
+            times: thread_times(),
         }
     }
 
-    /// `(cpu, wall)` since the start; cpu is zero when unknown.
-    pub(crate) fn elapsed(&self) -> (Duration, Duration) {
-        let cpu = match (self.cpu, thread_cpu_time()) {
-            (Some(from), Some(to)) => to.saturating_sub(from),
-            _ => Duration::ZERO,
+    /// `(on cpu, waiting for a cpu, wall)` since the start; the first two are zero when
+    /// unknown.
+    pub(crate) fn elapsed(&self) -> (Duration, Duration, Duration) {
+        let (cpu, waiting) = match (self.times, thread_times()) {
+            (Some(from), Some(to)) => (
+                to.on_cpu.saturating_sub(from.on_cpu),
+                to.waiting_for_cpu.saturating_sub(from.waiting_for_cpu),
+            ),
+            _ => (Duration::ZERO, Duration::ZERO),
         };
-        (cpu, self.wall.elapsed())
+        (cpu, waiting, self.wall.elapsed())
     }
 }
 
@@ -58,19 +74,19 @@ mod tests {
 
     #[test]
     fn cpu_time_grows_with_work_on_linux() {
-        let before = thread_cpu_time();
+        let before = thread_times();
         if !cfg!(target_os = "linux") {
             assert_eq!(before, None);
             return;
         }
-        let before = before.expect("Linux reports thread CPU time");
+        let before = before.expect("Linux reports thread CPU time").on_cpu;
         let mut x = 0u64;
         let start = Instant::now();
         while start.elapsed() < Duration::from_millis(30) {
             x = x.wrapping_mul(31).wrapping_add(7);
         }
         std::hint::black_box(x);
-        let used = thread_cpu_time().unwrap() - before;
+        let used = thread_times().unwrap().on_cpu - before;
         assert!(used >= Duration::from_millis(5), "{used:?}");
     }
 }

@@ -78,6 +78,11 @@ impl LatencyHistogram {
     /// `record_correct`, wrk2's coordinated-omission correction).
     pub fn record_corrected(&mut self, duration: Duration, expected_interval: Duration) {
         let micros = duration.as_micros().min(u128::from(MAX_TRACKABLE_MICROS)) as u64;
+        if expected_interval.is_zero() {
+            // No pacing known yet (a VU's first iteration): nothing to fill in.
+            self.record_micros(micros);
+            return;
+        }
         // At most this many values per record, so one long stall costs bounded time.
         const MAX_FILLED: u64 = 100_000;
         let interval = (expected_interval.as_micros() as u64)
@@ -274,9 +279,11 @@ mod tests {
         let mut h = LatencyHistogram::new();
         h.record_corrected(Duration::from_micros(100), Duration::from_micros(1000));
         assert_eq!(h.count(), 1, "faster than the interval: recorded as is");
+        h.record_corrected(Duration::from_millis(5), Duration::ZERO);
+        assert_eq!(h.count(), 2, "no interval known: recorded as is");
         h.record_corrected(Duration::from_micros(10_000), Duration::from_micros(1000));
         // 10 ms, then 9, 8, ... 1 ms: the requests one every 1 ms would have seen.
-        assert_eq!(h.count(), 11);
+        assert_eq!(h.count(), 12);
         assert!((h.percentile_micros(50.0) as i64 - 5_000).abs() < 600);
         let mut long = LatencyHistogram::new();
         long.record_corrected(Duration::from_secs(3600), Duration::from_micros(1));

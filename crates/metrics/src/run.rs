@@ -164,9 +164,10 @@ pub struct ResponseRecord {
     /// Whole seconds since the run started, for the per-second series.
     pub second: u64,
     pub latency: Duration,
-    /// The sender's expected interval between iterations (closed models); when non-zero,
-    /// the corrected histogram also gets the requests a stall kept from being sent.
-    pub expected_interval: Duration,
+    /// Closed models: the sender's expected interval between iterations (zero before it is
+    /// known); the corrected histogram also gets the requests a stall kept from being sent.
+    /// `None` for models that count from a planned start and need no correction.
+    pub expected_interval: Option<Duration>,
     pub phases: PhaseTimings,
     pub status: u16,
     pub bytes_sent: u64,
@@ -319,9 +320,8 @@ impl RunMetrics {
     pub fn record_response(&mut self, r: &ResponseRecord) {
         let tag = &mut self.tags[r.tag];
         tag.latency.record(r.latency);
-        if !r.expected_interval.is_zero() {
-            tag.latency_corrected
-                .record_corrected(r.latency, r.expected_interval);
+        if let Some(interval) = r.expected_interval {
+            tag.latency_corrected.record_corrected(r.latency, interval);
         }
         tag.latency_by_second.record_micros(
             r.second,
@@ -430,7 +430,7 @@ mod tests {
             tag,
             second,
             latency: Duration::from_micros(micros),
-            expected_interval: Duration::ZERO,
+            expected_interval: None,
             phases: PhaseTimings {
                 connect: micros
                     .is_multiple_of(3)

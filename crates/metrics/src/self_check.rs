@@ -17,6 +17,9 @@ pub struct SelfCheckMetrics {
     pub workers: u64,
     /// CPU time the worker threads used, in ns (0 when the platform does not say).
     pub cpu_ns: u64,
+    /// Time the worker threads were ready to run but waited for a CPU (other processes had
+    /// it: a busy machine), in ns.
+    pub cpu_wait_ns: u64,
     /// Wall time the worker threads ran, in ns.
     pub wall_ns: u64,
     /// The busiest worker's CPU share (0–1).
@@ -42,10 +45,11 @@ impl SelfCheckMetrics {
         }
     }
 
-    /// Sets one worker's CPU and wall time (called once, when the worker ends).
-    pub fn set_times(&mut self, cpu: Duration, wall: Duration) {
+    /// Sets one worker's CPU, CPU-wait and wall time (called once, when the worker ends).
+    pub fn set_times(&mut self, cpu: Duration, cpu_wait: Duration, wall: Duration) {
         self.workers = 1;
         self.cpu_ns = cpu.as_nanos() as u64;
+        self.cpu_wait_ns = cpu_wait.as_nanos() as u64;
         self.wall_ns = wall.as_nanos() as u64;
         self.max_worker_cpu = self.cpu_share();
     }
@@ -59,9 +63,19 @@ impl SelfCheckMetrics {
         }
     }
 
+    /// Time waiting for a CPU over wall time, per worker on average.
+    pub fn cpu_wait_share(&self) -> f64 {
+        if self.wall_ns == 0 {
+            0.0
+        } else {
+            self.cpu_wait_ns as f64 / self.wall_ns as f64
+        }
+    }
+
     pub fn merge(&mut self, other: &SelfCheckMetrics) {
         self.workers += other.workers;
         self.cpu_ns += other.cpu_ns;
+        self.cpu_wait_ns += other.cpu_wait_ns;
         self.wall_ns += other.wall_ns;
         self.max_worker_cpu = self.max_worker_cpu.max(other.max_worker_cpu);
         self.lag.merge(&other.lag);
@@ -77,16 +91,25 @@ mod tests {
     #[test]
     fn shares_and_stalls_merge() {
         let mut a = SelfCheckMetrics::default();
-        a.set_times(Duration::from_millis(900), Duration::from_secs(1));
+        a.set_times(
+            Duration::from_millis(900),
+            Duration::from_millis(20),
+            Duration::from_secs(1),
+        );
         a.record_tick(Duration::from_millis(30));
         a.record_tick(Duration::from_micros(100));
         let mut b = SelfCheckMetrics::default();
-        b.set_times(Duration::from_millis(100), Duration::from_secs(1));
+        b.set_times(
+            Duration::from_millis(100),
+            Duration::ZERO,
+            Duration::from_secs(1),
+        );
         b.record_lag(Duration::from_micros(50));
         a.merge(&b);
         assert_eq!(a.workers, 2);
         assert!((a.cpu_share() - 0.5).abs() < 1e-9);
         assert!((a.max_worker_cpu - 0.9).abs() < 1e-9);
+        assert!((a.cpu_wait_share() - 0.01).abs() < 1e-9);
         assert_eq!(
             (a.stalls, a.lag.count(), a.tick_overshoot.count()),
             (1, 1, 2)

@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 /// VUs during one second of the run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VuSecond {
-    /// The most VUs running at once during the second (k6 `vus`).
+    /// The most VUs running at once during the second (k6 `vus`); merged runs add up each
+    /// worker's figure, so a second in which workers peak at different moments can read
+    /// slightly above the true peak.
     pub vus: u64,
     /// VUs allocated (pool size, or the stages' peak) during the second (k6 `vus_max`).
     pub vus_max: u64,
@@ -53,13 +55,21 @@ impl VuSeries {
             })
     }
 
+    /// The last second's values (what a k6 `vus` / `vus_max` gauge shows at the end).
+    pub fn last(&self) -> VuSecond {
+        self.seconds.last().copied().unwrap_or_default()
+    }
+
     /// Adds another worker's gauge second by second.
+    /// A series shorter than the other counts with its current values past its end (a
+    /// worker whose gauge stopped changing still has those VUs).
     pub fn merge(&mut self, other: &VuSeries) {
+        let current = self.current;
         if self.seconds.len() < other.seconds.len() {
-            self.seconds
-                .resize(other.seconds.len(), VuSecond::default());
+            self.seconds.resize(other.seconds.len(), current);
         }
-        for (mine, theirs) in self.seconds.iter_mut().zip(&other.seconds) {
+        for (i, mine) in self.seconds.iter_mut().enumerate() {
+            let theirs = other.seconds.get(i).copied().unwrap_or(other.current);
             mine.vus += theirs.vus;
             mine.vus_max += theirs.vus_max;
         }
@@ -87,10 +97,12 @@ mod tests {
         b.set(1, 5, 5);
         b.fill_to(4);
         a.merge(&b);
+        // `a` ends at second 3 with 0 VUs current: it adds 0 VUs (and 4 allocated) after.
         assert_eq!(
             a.seconds.iter().map(|s| s.vus).collect::<Vec<_>>(),
             vec![3, 7, 7, 7, 5]
         );
         assert_eq!(a.peak(), VuSecond { vus: 7, vus_max: 9 });
+        assert_eq!(a.last(), VuSecond { vus: 5, vus_max: 9 });
     }
 }

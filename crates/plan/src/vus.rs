@@ -47,6 +47,8 @@ pub struct ConstantVus {
 /// Virtual users following stages (k6 `ramping-vus`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RampingVus {
+    /// VUs at the start (0 when a plan leaves it out; scripts and `--stages` default to 1,
+    /// like k6).
     #[serde(default)]
     pub start_vus: u64,
     pub stages: Vec<VuStage>,

@@ -268,7 +268,7 @@ impl Workload {
             Workload::ClosedVus(c) if c.duration.is_none() => c.iterations,
             Workload::ArrivalRate(a) if a.duration.is_none() => a.iterations,
             Workload::SharedIterations(s) => Some(s.iterations),
-            Workload::PerVuIterations(p) => Some(p.vus * p.iterations_per_vu),
+            Workload::PerVuIterations(p) => Some(p.vus.saturating_mul(p.iterations_per_vu)),
             _ => None,
         }
     }

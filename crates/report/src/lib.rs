@@ -29,7 +29,8 @@ pub use k6_metrics::{
 };
 pub use run::render_run;
 pub use self_check::{
-    LagPercentiles, SelfCheckSummary, CPU_LIMIT, LAG_P99_LIMIT_US, STALL_SHARE_LIMIT,
+    LagPercentiles, SelfCheckSummary, BUSY_MACHINE_WAIT_PERCENT, CPU_LIMIT, LAG_P99_LIMIT_US,
+    STALL_SHARE_LIMIT,
 };
 pub use series_out::{ndjson_line, render_csv};
 pub use summary::{ArrivalSummary, PhaseSummary, PlannedArrivals, RunInfo, Summary, TagSummary};

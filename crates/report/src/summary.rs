@@ -281,7 +281,7 @@ pub(crate) mod tests {
                 tag: 0,
                 second: i / 50,
                 latency: Duration::from_micros(1000 + i * 10),
-                expected_interval: Duration::ZERO,
+                expected_interval: None,
                 phases: PhaseTimings {
                     connect: (i == 0).then_some(Duration::from_micros(200)),
                     tls: None,

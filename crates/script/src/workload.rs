@@ -158,7 +158,8 @@ pub(crate) fn virtual_users(value: &JsVal, a: &Args) -> Result<Workload, ScriptE
             s.integer(v, "target", 0, MAX_COUNT).map(|n| n as u64)
         })?;
         let ramp = RampingVus {
-            start_vus: count("startVUs", 0)?.unwrap_or(0),
+            // k6's default: one VU from the start.
+            start_vus: count("startVUs", 0)?.unwrap_or(1),
             stages: stages
                 .into_iter()
                 .map(|(duration, target)| VuStage { duration, target })

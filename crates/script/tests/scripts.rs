@@ -523,7 +523,7 @@ fn bad_virtual_users_are_named_with_their_location() {
         e.contains("stage 1: `duration`: `10x` has unknown unit `x`"),
         "{e}"
     );
-    let e = bad("{stages: [{duration: 5, target: 0}]}");
+    let e = bad("{startVUs: 0, stages: [{duration: 5, target: 0}]}");
     assert!(e.contains("never ask for a virtual user"), "{e}");
     let e = bad("{vus: 2, duration: 5, stages: [{duration: 5, target: 1}]}");
     assert!(

@@ -90,6 +90,8 @@ fn a_ramp_to_50_vus_and_down_follows_the_stages_within_a_second() {
     assert_eq!(u(&s["vus_peak"], "vus_max"), 50);
     let sessions = &s["sessions"];
     assert!(u(sessions, "completed") > 500, "{sessions}");
+    // Every response is in the corrected histogram too (first iterations included).
+    assert!(u(&s["latency_corrected"], "count") >= u(&s["latency"], "count"));
     assert_eq!(
         u(sessions, "started"),
         u(sessions, "completed") + u(sessions, "interrupted"),
@@ -166,6 +168,10 @@ fn corrected_latency_shows_a_stall_that_raw_latency_hides() {
             .and_then(|p| p[1].as_u64())
             .unwrap_or_else(|| panic!("no p99 in {stats}"))
     };
+    assert!(
+        u(&s["latency_corrected"], "count") > u(&s["latency"], "count"),
+        "the correction adds the requests the stall kept from being sent"
+    );
     let raw = p99(&s["latency"]);
     let corrected = p99(&s["latency_corrected"]);
     assert!(raw < 100_000, "raw p99 {raw} µs should not show the stall");
@@ -189,29 +195,36 @@ fn an_overloaded_generator_is_flagged_untrustworthy_and_a_light_run_is_not() {
         "{rate: 50, duration: 2, preAllocatedVUs: 2, maxVUs: 4}",
         "/health",
     );
-    // The machine running the tests may be shared: an OS hiccup of a few ms is a real
-    // distortion the self-check reports, so a light run gets three attempts to come out clean.
+    // The machine running the tests may be shared: threads kept from a CPU by other
+    // processes are a real distortion the self-check reports, and then says the machine is
+    // busy. A light run must come out clean, or be flagged only for lag or stalls while its
+    // threads measurably waited for a CPU — never for its own load. Three attempts.
     let (mut attempts, mut clean) = (Vec::new(), false);
     for _ in 0..3 {
         let s = run_json(&light, &["--threads", "1"], Duration::from_secs(30));
-        assert!(
-            u(&s["self_check"]["scheduler_lag"], "count") >= 95,
-            "{:#}",
-            s["self_check"]
-        );
-        assert!(
-            f(&s["self_check"], "cpu_percent") < 50.0,
-            "{:#}",
-            s["self_check"]
-        );
-        clean = s["trustworthy"] == true;
-        assert_eq!(clean, s["trust_reasons"] == Value::Array(vec![]), "{s:#}");
-        attempts.push((s["self_check"].clone(), s["trust_reasons"].clone()));
+        let check = &s["self_check"];
+        assert!(u(&check["scheduler_lag"], "count") >= 95, "{check:#}");
+        assert!(f(check, "cpu_percent") < 50.0, "{check:#}");
+        let reasons: Vec<String> = s["trust_reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(s["trustworthy"] == true, reasons.is_empty(), "{s:#}");
+        let busy_machine = f(check, "cpu_wait_percent") >= 1.0;
+        clean = reasons
+            .iter()
+            .all(|r| busy_machine && r.contains("the machine is busy"));
+        attempts.push((check.clone(), reasons));
         if clean {
             break;
         }
     }
-    assert!(clean, "a light run was flagged three times: {attempts:#?}");
+    assert!(
+        clean,
+        "a light run was flagged three times without a busy machine to explain it: {attempts:#?}"
+    );
     // A rate no single thread can hold: slots start late, the thread is busy.
     let url = target.url("/health");
     let s = quick_json(
@@ -361,4 +374,28 @@ fn graceful_stop_and_ramp_down_let_iterations_finish_then_interrupt_them() {
     );
     let vus = vus_series(&s);
     assert_eq!(&vus[..3], &[2, 2, 0], "{vus:?}");
+}
+
+#[test]
+fn constant_vus_with_multi_step_sessions_stop_on_time() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    // Several requests per iteration: a VU finding the iterations over must stop, not loop
+    // back before the VU controller has marked the end (that once spun until the hard stop).
+    let script = format!(
+        "definition.setTarget(\"http://{addr}\");\ndefinition.setVirtualUsers({{vus: 5, duration: 1}});\ndefinition.session(\"s\", function (session) {{\n  session.get(\"/health\", {{ tag: \"a\" }});\n  session.times(3, function (s) {{ s.get(\"/health\", {{ tag: \"b\" }}); }});\n}});\n",
+        addr = target.addr
+    );
+    let script = scratch_file("multi.js", script.as_bytes());
+    for _ in 0..3 {
+        let s = run_json(&script, &["--threads", "1"], Duration::from_secs(30));
+        assert!(f(&s, "total_s") < 2.0, "ran {} s", s["total_s"]);
+        let sessions = &s["sessions"];
+        assert_eq!(
+            u(sessions, "started"),
+            u(sessions, "completed"),
+            "{sessions}"
+        );
+        assert_eq!(u(&s, "connections_opened"), 5);
+    }
 }

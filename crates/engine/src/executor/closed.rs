@@ -21,12 +21,12 @@ pub(crate) async fn drive(worker: Rc<Worker>, vus: u64) {
 async fn virtual_user(worker: &Worker) {
     let mut vu = VirtualUser::default();
     worker.client_started();
-    worker.record_lag(worker.run.run_start);
     loop {
-        if !worker.may_start_at(Instant::now()) || !worker.claim_iteration() {
+        let now = Instant::now();
+        if !worker.may_start_at(now) || !worker.claim_iteration() {
             break;
         }
-        vu.iterate(worker).await;
+        vu.iterate(worker, now).await;
     }
     worker.client_finished();
 }

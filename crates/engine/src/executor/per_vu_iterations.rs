@@ -15,12 +15,12 @@ pub(crate) async fn drive(worker: Rc<Worker>, vus: u64, iterations_per_vu: u64) 
         clients.spawn_local(async move {
             let mut vu = VirtualUser::default();
             worker.client_started();
-            worker.record_lag(worker.run.run_start);
             for _ in 0..iterations_per_vu {
-                if !worker.may_start_at(Instant::now()) {
+                let now = Instant::now();
+                if !worker.may_start_at(now) {
                     break;
                 }
-                vu.iterate(&worker).await;
+                vu.iterate(&worker, now).await;
             }
             worker.client_finished();
         });

@@ -63,9 +63,10 @@ pub(crate) async fn drive(worker: Rc<Worker>, share: RampShare) {
         if now >= end || !worker.running_at(now) {
             break;
         }
-        worker.record_lag(tick);
         let target = share.share_of(share.ramp.target_at(now - worker.run.run_start));
         if target != control.target.get() {
+            // A VU start or stop was due by this tick: how late it comes is scheduler lag.
+            worker.record_lag(tick);
             control.target.set(target);
             control.changed.notify_waiters();
         }
@@ -89,21 +90,24 @@ async fn virtual_user(
             control.ended.get() || control.target.get() > index
         })
         .await;
-        if control.ended.get() {
+        // Past the last stage (or stopped): done. Checked here as well as by the controller,
+        // which may not have run yet — a VU that looped back would never yield to it.
+        if control.ended.get() || !worker.may_start_at(Instant::now()) {
             return;
         }
         worker.client_started();
-        while control.target.get() > index
-            && !control.ended.get()
-            && worker.may_start_at(Instant::now())
-        {
+        loop {
+            let now = Instant::now();
+            if control.target.get() <= index || control.ended.get() || !worker.may_start_at(now) {
+                break;
+            }
             let ramped_down = async {
                 wait_until(&control.changed, || control.target.get() <= index).await;
                 tokio::time::sleep(graceful_ramp_down).await;
             };
             tokio::select! {
                 biased;
-                _ = vu.iterate(worker) => {}
+                _ = vu.iterate(worker, now) => {}
                 _ = ramped_down => {
                     vu.interrupted();
                     break;
@@ -111,9 +115,6 @@ async fn virtual_user(
             }
         }
         worker.client_finished();
-        if !worker.running_at(Instant::now()) {
-            return;
-        }
     }
 }
 

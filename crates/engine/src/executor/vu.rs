@@ -27,12 +27,12 @@ impl VirtualUser {
         }
     }
 
-    /// Runs one iteration now (counted as started here).
-    pub(crate) async fn iterate(&mut self, worker: &Worker) {
+    /// Runs one iteration starting `now` (counted as started here).
+    pub(crate) async fn iterate(&mut self, worker: &Worker, now: Instant) {
         let session = worker.run.plan.pick_session(&mut *worker.rng.borrow_mut());
         worker.session_started();
-        self.client.expected_interval = self.expected_interval();
-        let start = Instant::now();
+        self.client.expected_interval = Some(self.expected_interval());
+        let start = now;
         self.client.run_iteration(worker, session, start).await;
         if self.iterations < u32::MAX {
             self.iterations += 1;
@@ -45,7 +45,7 @@ impl VirtualUser {
     pub(crate) async fn iterate_from(&mut self, worker: &Worker, due: Instant) {
         let session = worker.run.plan.pick_session(&mut *worker.rng.borrow_mut());
         worker.session_started();
-        self.client.expected_interval = Duration::ZERO;
+        self.client.expected_interval = None;
         self.client.run_iteration(worker, session, due).await;
     }
 
