@@ -174,7 +174,7 @@ mod tests {
             bytes_received: 2,
             body_bytes: 0,
             decoded_body_bytes: 0,
-            expected_interval: Duration::ZERO,
+            expected_interval: None,
         };
         for i in 0..10_000 {
             sampler.response(&record, f64::from(i));

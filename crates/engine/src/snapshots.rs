@@ -104,7 +104,7 @@ mod tests {
             bytes_received: 1,
             body_bytes: 0,
             decoded_body_bytes: 0,
-            expected_interval: Duration::ZERO,
+            expected_interval: None,
         });
         snapshots.set_workers(2);
         snapshots.publish(1, one.clone(), Duration::from_secs(2));

@@ -70,7 +70,7 @@ fn main() {
                 bytes_received: 180,
                 body_bytes: 40,
                 decoded_body_bytes: 0,
-                expected_interval: std::time::Duration::ZERO,
+                expected_interval: None,
             });
             share.record_check(0, true);
             share.record_session_start(second);

@@ -37,7 +37,7 @@ fn record(metrics: &mut RunMetrics, i: u64, per_second: u64) {
         bytes_received: 120,
         body_bytes: 20,
         decoded_body_bytes: 0,
-        expected_interval: std::time::Duration::ZERO,
+        expected_interval: None,
     });
 }
 

@@ -18,7 +18,7 @@ pub(crate) fn sample_results() -> ResultsFile {
             bytes_received: 100,
             body_bytes: 20,
             decoded_body_bytes: 0,
-            expected_interval: std::time::Duration::ZERO,
+            expected_interval: None,
         });
     }
     metrics.record_error(1, 4, ErrorKind::Timeout, 40);

@@ -231,7 +231,7 @@ mod tests {
                 bytes_received: 1,
                 body_bytes: 0,
                 decoded_body_bytes: 0,
-                expected_interval: std::time::Duration::ZERO,
+                expected_interval: None,
             });
             by_hand[(i / 2_000) as usize].record_micros(micros);
         }
