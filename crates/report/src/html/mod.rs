@@ -96,18 +96,10 @@ fn latency_chart(title: &str, l: timeline::LatencyLines) -> String {
     )
 }
 
-/// Whether the run passed: a failed check or assert, threshold, or self-check fails it.
-pub fn passed(results: &ResultsFile, summary: &Summary) -> bool {
-    let failed = summary.checks.iter().any(|c| c.failed > 0)
-        || results
-            .thresholds
-            .as_ref()
-            .is_some_and(tables::reports_failure)
-        || results
-            .self_check
-            .as_ref()
-            .is_some_and(tables::reports_failure);
-    !failed
+/// Whether the run passed: like exit code 99, only thresholds decide (a failed rule, or an
+/// `abortOnFail` stop); failed checks are reported but, as in k6, do not fail the run.
+pub fn passed(_results: &ResultsFile, summary: &Summary) -> bool {
+    !(summary.k6.thresholds_failed() || summary.k6.aborted_by_threshold.is_some())
 }
 
 /// The run's verdict word and CSS class.

@@ -219,16 +219,3 @@ pub fn json_section(value: &serde_json::Value) -> String {
         escape(&serde_json::to_string_pretty(value).unwrap_or_default())
     )
 }
-
-/// Whether a thresholds / self-check section reports a failure: any `passed`, `ok` or `pass`
-/// field that is `false`, anywhere in it.
-pub fn reports_failure(value: &serde_json::Value) -> bool {
-    match value {
-        serde_json::Value::Object(map) => map.iter().any(|(k, v)| {
-            (matches!(k.as_str(), "passed" | "ok" | "pass") && v == &serde_json::Value::Bool(false))
-                || reports_failure(v)
-        }),
-        serde_json::Value::Array(items) => items.iter().any(reports_failure),
-        _ => false,
-    }
-}

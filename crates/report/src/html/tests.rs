@@ -122,5 +122,18 @@ fn thresholds_and_self_check_show_when_present_and_can_fail_the_run() {
     assert!(html.contains("<td>rate &lt; 0.1%</td>"));
     assert!(html.contains("<h2>Generator self-check</h2>"));
     assert!(html.contains("cpu_busy"));
+    // Thresholds decide the verdict, as for exit code 99, not the JSON shown.
+    assert!(html.contains(r#"class="verdict pass">PASS"#));
+    let mut summary = crate::summary_of(&results, &crate::DEFAULT_TREND_STATS);
+    summary.k6.aborted_by_threshold = Some("http_req_failed rate<0.01".into());
+    let html = render_html(&results, &summary);
     assert!(html.contains(r#"class="verdict fail">FAIL"#));
+}
+
+#[test]
+fn failed_checks_do_not_fail_the_run() {
+    let mut results = sample_results();
+    results.metrics.record_check(0, false);
+    let html = render(&results);
+    assert!(html.contains(r#"class="verdict pass">PASS"#));
 }
