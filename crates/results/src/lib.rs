@@ -4,13 +4,14 @@
 //! Layout (docs/results-format.md): magic `BRRESULT`, a format version, then checksummed
 //! sections — META (JSON run metadata), TOTL (per-tag HDR histograms and counters), SERI
 //! (per-tag, per-second counters and HDR histograms), CHKS (checks, JSON), SESS (sessions
-//! started and dropped per second) and the optional
-//! THRS (thresholds) and SELF (generator self-check), JSON written by the features that own
-//! them. Readers skip sections they do not know. Histograms use HdrHistogram's V2 + DEFLATE
+//! started and dropped per second), XMET (corrected latency, TLS phase, iteration durations,
+//! VUs, generator self-check, custom metrics: `extra_codec.rs`) and the optional THRS
+//! (thresholds, JSON). Readers skip sections they do not know. Histograms use HdrHistogram's V2 + DEFLATE
 //! encoding, so the size grows with the run's duration and tags, not with its request count.
 
 mod codec;
 mod container;
+mod extra_codec;
 mod machine;
 mod merge;
 mod metrics_codec;
@@ -161,6 +162,7 @@ const SESSIONS: [u8; 4] = *b"SESS";
 const THRESHOLDS: [u8; 4] = *b"THRS";
 const SELF_CHECK: [u8; 4] = *b"SELF";
 const ACTIVE: [u8; 4] = *b"ACTV";
+const EXTRA: [u8; 4] = *b"XMET";
 
 fn corrupt(section: &str, reason: impl std::fmt::Display) -> ResultsError {
     ResultsError::Corrupt {
@@ -177,6 +179,7 @@ impl ResultsFile {
             (SERIES, metrics_codec::encode_series(&self.metrics)),
             (CHECKS, json(&self.metrics.checks)),
             (SESSIONS, metrics_codec::encode_sessions(&self.metrics)),
+            (EXTRA, extra_codec::encode_extra(&self.metrics)),
         ];
         if let Some(t) = &self.thresholds {
             sections.push((THRESHOLDS, json(t)));
@@ -198,6 +201,7 @@ impl ResultsFile {
         let mut thresholds = None;
         let mut self_check = None;
         let mut active_clients = None;
+        let mut extra = None;
         for section in container::read(data)? {
             match section.kind {
                 META => {
@@ -236,6 +240,7 @@ impl ResultsFile {
                             .map_err(|e| corrupt("ACTV", e))?,
                     )
                 }
+                EXTRA => extra = Some(section.payload),
                 _ => {} // a later version's section: skipped
             }
         }
@@ -247,6 +252,9 @@ impl ResultsFile {
         metrics_codec::decode_series(series, &mut metrics).map_err(|e| corrupt("SERI", e))?;
         metrics.checks = checks.ok_or(ResultsError::Missing("CHKS"))?;
         metrics.sessions_per_second = sessions.sessions_per_second;
+        if let Some(extra) = extra {
+            extra_codec::decode_extra(extra, &mut metrics).map_err(|e| corrupt("XMET", e))?;
+        }
         if meta.tags.len() != metrics.tags.len() {
             return Err(corrupt(
                 "META",

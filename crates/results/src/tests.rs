@@ -27,7 +27,7 @@ fn record(metrics: &mut RunMetrics, i: u64, per_second: u64) {
         latency: Duration::from_micros(latency_us(i)),
         phases: PhaseTimings {
             connect: i.is_multiple_of(50).then(|| Duration::from_micros(90)),
-            tls: None,
+            tls: i.is_multiple_of(100).then(|| Duration::from_micros(400)),
             write: Duration::from_micros(3),
             wait: Duration::from_micros(latency_us(i) - 10),
             read: Duration::from_micros(7),
@@ -36,8 +36,8 @@ fn record(metrics: &mut RunMetrics, i: u64, per_second: u64) {
         bytes_sent: 40,
         bytes_received: 120,
         body_bytes: 20,
-        decoded_body_bytes: 0,
-        expected_interval: None,
+        decoded_body_bytes: 35,
+        expected_interval: i.is_multiple_of(2).then(|| Duration::from_micros(900)),
     });
 }
 
@@ -76,6 +76,30 @@ fn sample(requests: u64, per_second: u64) -> ResultsFile {
         metrics.record_session_start(second);
     }
     metrics.record_session_dropped(3);
+    // What closed models, the self-check, TLS and custom metrics add (the XMET section).
+    metrics.connections_tls = 3;
+    metrics.connections_h2 = 2;
+    metrics
+        .iteration_duration
+        .record(Duration::from_micros(2_500));
+    metrics.vus.set(0, 10, 12);
+    metrics.vus.set(1, 20, 24);
+    metrics.self_check.set_times(
+        Duration::from_millis(700),
+        Duration::from_millis(5),
+        Duration::from_millis(1000),
+    );
+    metrics.self_check.record_lag(Duration::from_micros(1_200));
+    metrics.self_check.record_tick(Duration::from_micros(300));
+    metrics.custom = barrage_metrics::CustomMetrics::new([
+        ("hits", barrage_metrics::CustomKind::Counter),
+        ("level", barrage_metrics::CustomKind::Gauge),
+        ("errors", barrage_metrics::CustomKind::Rate),
+        ("ttfb", barrage_metrics::CustomKind::Trend),
+    ]);
+    for (index, value) in [(0, 2.5), (1, 7.0), (2, 1.0), (2, 0.0), (3, 12.25), (3, 0.5)] {
+        metrics.custom.record(index, value, 1_000 + index as u64);
+    }
     ResultsFile {
         meta: meta(2),
         metrics,
@@ -107,7 +131,27 @@ fn a_file_reads_back_to_the_same_bytes_and_figures() {
         assert_eq!(b.series, f.series);
         assert_eq!(b.errors, f.errors);
         assert_eq!(b.latency_by_second.len(), f.latency_by_second.len());
+        assert_eq!(b.latency_corrected, f.latency_corrected);
+        assert_eq!(b.tls, f.tls);
+        assert_eq!(b.decoded_body_bytes, f.decoded_body_bytes);
     }
+    assert!(file.metrics.tags[0].latency_corrected.count() > 0);
+    assert_eq!(back.metrics.vus.seconds, file.metrics.vus.seconds);
+    assert_eq!(
+        back.metrics.iteration_duration,
+        file.metrics.iteration_duration
+    );
+    assert_eq!(back.metrics.self_check.lag, file.metrics.self_check.lag);
+    assert_eq!(
+        back.metrics.self_check.cpu_ns,
+        file.metrics.self_check.cpu_ns
+    );
+    assert_eq!(back.metrics.connections_tls, 3);
+    assert_eq!(back.metrics.custom.metrics.len(), 4);
+    assert_eq!(
+        extra_codec::encode_extra(&back.metrics),
+        extra_codec::encode_extra(&file.metrics)
+    );
     assert_eq!(back.to_bytes(), bytes);
 }
 
@@ -137,6 +181,10 @@ fn merging_two_halves_equals_the_whole_run_exactly() {
     assert_eq!(
         metrics_codec::encode_series(&merged.metrics),
         metrics_codec::encode_series(&whole.metrics)
+    );
+    assert_eq!(
+        extra_codec::encode_extra(&merged.metrics),
+        extra_codec::encode_extra(&whole.metrics)
     );
     assert_eq!(merged.metrics.checks, whole.metrics.checks);
     assert_eq!(
