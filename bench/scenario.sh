@@ -5,15 +5,16 @@
 #  - wrk -t1 -c50 plain GET /health, the guide's reference for CPU per request.
 # Both against barrage target (it issues and checks the tokens) pinned to CPU 1; generators
 # pinned to CPU 0. Interleaved runs; medians.
-# Usage: bench/scenario.sh [--runs N] [--duration S] [--rates "4000 8000"]
+# Usage: bench/scenario.sh [--runs N] [--duration S] [--rates "4000 8000"] [--script heartbeat-shared.js]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-RUNS=3; DURATION=10; RATES="4000 8000"
+RUNS=3; DURATION=10; RATES="4000 8000"; SCRIPT="heartbeat-nowait.js"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --runs) RUNS="$2"; shift 2 ;;
     --duration) DURATION="$2"; shift 2 ;;
     --rates) RATES="$2"; shift 2 ;;
+    --script) SCRIPT="$2"; shift 2 ;;
     -h|--help) sed -n 2,9p "$0"; exit 0 ;;
     *) die "unknown argument $1" ;;
   esac
@@ -29,7 +30,7 @@ for run in $(seq 1 "$RUNS"); do
     tf="$BENCH_TMP/time"; js="$BENCH_TMP/s.json"
     factor="$(awk -v r="$rate" 'BEGIN { printf "%g", r / 1000 }')"
     /usr/bin/time -f "%e %U %S %M" -o "$tf" taskset -c "$GEN_CPU" "$BARRAGE" run \
-      "$BENCH_DIR/heartbeat-nowait.js" --target "http://$BTARGET_ADDR" --threads 1 \
+      "$BENCH_DIR/$SCRIPT" --target "http://$BTARGET_ADDR" --threads 1 \
       --rate-factor "$factor" --duration-limit "${DURATION}s" --seed "$run" --json "$js" > /dev/null
     read -r _ u s _ < <(read_time_file "$tf")
     read -r n secs started dropped interrupted failed planned < <(python3 -c '
@@ -53,6 +54,6 @@ echo "| generator | sessions/s | req/s (median) | CPU µs/req (median) | ratio t
 echo "|---|---|---|---|---|---|"
 for rate in $RATES; do
   m="$(median ${cpu[$rate]})"
-  echo "| barrage run heartbeat-nowait.js | $rate | $(median ${rps[$rate]}) | $m | $(awk -v a="$m" -v b="$wrk_med" 'BEGIN { printf "%.2f", a / b }') | $(median ${ach[$rate]}) |"
+  echo "| barrage run $SCRIPT | $rate | $(median ${rps[$rate]}) | $m | $(awk -v a="$m" -v b="$wrk_med" 'BEGIN { printf "%.2f", a / b }') | $(median ${ach[$rate]}) |"
 done
 echo "| wrk -t1 -c50 GET /health | — | — | $wrk_med | 1.00 | — |"
