@@ -172,14 +172,19 @@ async fn attempt(
             let opened = match settings.dns_ttl {
                 None => {
                     let addrs = worker.run.addrs.as_ref().as_ref().map_err(|kind| *kind)?;
-                    settings.connector.open(addrs, local).await?
+                    // Boxed: connecting (TCP, TLS, HTTP/2 handshakes) happens once per
+                    // connection, and inline its large state would sit in every client's
+                    // future, also while the client waits in a think time.
+                    Box::pin(settings.connector.open(addrs, local)).await?
                 }
                 Some(ttl) => {
-                    let addrs = worker
-                        .connections
-                        .resolve_with_ttl(ttl, &settings.host, settings.port)
-                        .await?;
-                    settings.connector.open(&addrs, local).await?
+                    let addrs = Box::pin(worker.connections.resolve_with_ttl(
+                        ttl,
+                        &settings.host,
+                        settings.port,
+                    ))
+                    .await?;
+                    Box::pin(settings.connector.open(&addrs, local)).await?
                 }
             };
             connect_time = Some(opened.connect);

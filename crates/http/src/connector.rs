@@ -60,7 +60,9 @@ impl AnyConnection {
     ) -> Result<Exchange, ErrorKind> {
         match self {
             AnyConnection::Http1(c) => c.exchange(buffers, request, expects_body, capture).await,
-            AnyConnection::Http2(c) => c.exchange(request, expects_body, capture).await,
+            // Boxed so the HTTP/2 exchange's state is not part of every HTTP/1.1 client's
+            // future (the h2 crate allocates per stream anyway).
+            AnyConnection::Http2(c) => Box::pin(c.exchange(request, expects_body, capture)).await,
         }
     }
 }
