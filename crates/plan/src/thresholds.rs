@@ -291,6 +291,28 @@ pub struct Threshold {
     pub rules: Vec<ThresholdRule>,
 }
 
+impl Threshold {
+    /// One rule on one key, in k6's syntax (`"http_req_duration{tag:ping}"`, `"p(95)<200"`),
+    /// without `abortOnFail`: the short form of a threshold.
+    pub fn parse(key: &str, expression: &str) -> Result<Self, String> {
+        let (metric, tag) = parse_key(key)?;
+        let (aggregation, op, value) = parse_expression(expression)?;
+        Ok(Threshold {
+            key: key.into(),
+            metric,
+            tag,
+            rules: vec![ThresholdRule {
+                expression: expression.into(),
+                aggregation,
+                op,
+                value,
+                abort_on_fail: false,
+                delay_abort_eval: None,
+            }],
+        })
+    }
+}
+
 /// The kind of `metric`: built-in, or declared in `custom`.
 pub fn metric_kind(metric: &str, custom: &[MetricDecl]) -> Option<MetricKind> {
     BUILTIN_METRICS
@@ -490,21 +512,7 @@ mod tests {
     }
 
     fn threshold(key: &str, expr: &str) -> Threshold {
-        let (metric, tag) = parse_key(key).unwrap();
-        let (aggregation, op, value) = parse_expression(expr).unwrap();
-        Threshold {
-            key: key.into(),
-            metric,
-            tag,
-            rules: vec![ThresholdRule {
-                expression: expr.into(),
-                aggregation,
-                op,
-                value,
-                abort_on_fail: false,
-                delay_abort_eval: None,
-            }],
-        }
+        Threshold::parse(key, expr).unwrap()
     }
 
     #[test]

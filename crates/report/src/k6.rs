@@ -261,24 +261,9 @@ pub fn render_metrics(summary: &K6Summary, out: &mut String) {
 mod tests {
     use super::*;
     use crate::k6_metrics::DEFAULT_TREND_STATS;
-    use barrage_plan::{parse_expression, parse_key, ThresholdRule};
 
     fn threshold(key: &str, expr: &str) -> Threshold {
-        let (metric, tag) = parse_key(key).unwrap();
-        let (aggregation, op, value) = parse_expression(expr).unwrap();
-        Threshold {
-            key: key.into(),
-            metric,
-            tag,
-            rules: vec![ThresholdRule {
-                expression: expr.into(),
-                aggregation,
-                op,
-                value,
-                abort_on_fail: false,
-                delay_abort_eval: None,
-            }],
-        }
+        Threshold::parse(key, expr).unwrap()
     }
 
     #[test]

@@ -4,20 +4,10 @@
 //! it) still read; floats are stored as their IEEE-754 bits, so they round-trip exactly.
 
 use crate::codec::{DecodeResult, Decoder, Encoder};
+use crate::metrics_codec::{histogram, read_histogram};
 use barrage_metrics::{
-    CustomKind, CustomMetric, CustomMetrics, CustomValues, LatencyHistogram, RunMetrics, Trend,
-    VuSecond, VuSeries,
+    CustomKind, CustomMetric, CustomMetrics, CustomValues, RunMetrics, Trend, VuSecond, VuSeries,
 };
-
-fn histogram(e: &mut Encoder, h: &LatencyHistogram, scratch: &mut Vec<u8>) {
-    scratch.clear();
-    h.encode_into(scratch);
-    e.bytes(scratch);
-}
-
-fn read_histogram(d: &mut Decoder<'_>) -> DecodeResult<LatencyHistogram> {
-    LatencyHistogram::decode(d.bytes()?).map_err(|e| e.to_string())
-}
 
 fn float(e: &mut Encoder, value: f64) {
     e.varint(value.to_bits());

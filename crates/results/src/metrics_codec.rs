@@ -6,13 +6,13 @@ use barrage_metrics::{
     ErrorKind, LatencyHistogram, RunMetrics, SecondBucket, SecondLatency, SessionSecond, TagMetrics,
 };
 
-fn histogram(e: &mut Encoder, h: &LatencyHistogram, scratch: &mut Vec<u8>) {
+pub(crate) fn histogram(e: &mut Encoder, h: &LatencyHistogram, scratch: &mut Vec<u8>) {
     scratch.clear();
     h.encode_into(scratch);
     e.bytes(scratch);
 }
 
-fn read_histogram(d: &mut Decoder<'_>) -> DecodeResult<LatencyHistogram> {
+pub(crate) fn read_histogram(d: &mut Decoder<'_>) -> DecodeResult<LatencyHistogram> {
     LatencyHistogram::decode(d.bytes()?).map_err(|e| e.to_string())
 }
 
