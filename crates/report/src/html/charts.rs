@@ -166,14 +166,7 @@ impl Chart {
         );
         for (t, label) in ticks(self.y_axis, y0, y1) {
             let y = TOP + plot_h - (t - y0) / (y1 - y0) * plot_h;
-            let _ = write!(
-                svg,
-                r#"<line class="grid" x1="{LEFT}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
-                WIDTH - RIGHT,
-                LEFT - 6.0,
-                y + 4.0,
-                escape(&label)
-            );
+            y_grid_line(&mut svg, y, &label);
         }
         for (t, label) in ticks(self.x_axis, x0, x1) {
             let x = LEFT + (t - x0) / (x1 - x0) * plot_w;
@@ -183,23 +176,9 @@ impl Chart {
             } else {
                 "middle"
             };
-            let _ = write!(
-                svg,
-                r#"<line class="grid" x1="{x:.1}" x2="{x:.1}" y1="{TOP}" y2="{:.1}"/><text class="tick" x="{x:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
-                TOP + plot_h,
-                TOP + plot_h + 16.0,
-                escape(&label)
-            );
+            x_grid_line(&mut svg, x, plot_h, anchor, &label);
         }
-        let _ = write!(
-            svg,
-            r#"<text class="axis" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text class="axis" transform="translate(14 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
-            LEFT + plot_w / 2.0,
-            HEIGHT - 4.0,
-            escape(&self.x_label),
-            TOP + plot_h / 2.0,
-            escape(&self.y_label)
-        );
+        axis_titles(&mut svg, plot_w, plot_h, &self.x_label, &self.y_label);
         let mut legend_x = WIDTH - RIGHT;
         for line in self.lines.iter().rev() {
             legend_x -= 14.0 + 7.0 * line.name.chars().count() as f64;
@@ -261,33 +240,13 @@ pub fn histogram_svg(title: &str, x_label: &str, bins: &[(f64, f64, u64)]) -> St
     );
     for (t, label) in ticks(Axis::Linear, 0.0, peak) {
         let y = TOP + plot_h - t / peak * plot_h;
-        let _ = write!(
-            svg,
-            r#"<line class="grid" x1="{LEFT}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
-            WIDTH - RIGHT,
-            LEFT - 6.0,
-            y + 4.0,
-            escape(&label)
-        );
+        y_grid_line(&mut svg, y, &label);
     }
     for (t, label) in ticks(Axis::Log, x0, x1) {
         let x = LEFT + (t - x0) / (x1 - x0) * plot_w;
-        let _ = write!(
-            svg,
-            r#"<line class="grid" x1="{x:.1}" x2="{x:.1}" y1="{TOP}" y2="{:.1}"/><text class="tick" x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            TOP + plot_h,
-            TOP + plot_h + 16.0,
-            escape(&label)
-        );
+        x_grid_line(&mut svg, x, plot_h, "middle", &label);
     }
-    let _ = write!(
-        svg,
-        r#"<text class="axis" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text class="axis" transform="translate(14 {:.1}) rotate(-90)" text-anchor="middle">responses</text>"#,
-        LEFT + plot_w / 2.0,
-        HEIGHT - 4.0,
-        escape(x_label),
-        TOP + plot_h / 2.0,
-    );
+    axis_titles(&mut svg, plot_w, plot_h, x_label, "responses");
     // One path of rectangles: cheap for the browser, and counted like the line charts.
     let mut d = String::new();
     for &(low, high, count) in bins.iter().filter(|b| b.2 > 0) {
@@ -308,6 +267,42 @@ pub fn histogram_svg(title: &str, x_label: &str, bins: &[(f64, f64, u64)]) -> St
         PALETTE[0]
     );
     svg
+}
+
+/// A horizontal grid line at `y` with its tick label left of the plot.
+fn y_grid_line(svg: &mut String, y: f64, label: &str) {
+    let _ = write!(
+        svg,
+        r#"<line class="grid" x1="{LEFT}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+        WIDTH - RIGHT,
+        LEFT - 6.0,
+        y + 4.0,
+        escape(label)
+    );
+}
+
+/// A vertical grid line at `x` with its tick label under the plot.
+fn x_grid_line(svg: &mut String, x: f64, plot_h: f64, anchor: &str, label: &str) {
+    let _ = write!(
+        svg,
+        r#"<line class="grid" x1="{x:.1}" x2="{x:.1}" y1="{TOP}" y2="{:.1}"/><text class="tick" x="{x:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
+        TOP + plot_h,
+        TOP + plot_h + 16.0,
+        escape(label)
+    );
+}
+
+/// The axis titles: `x_label` under the plot, `y_label` turned along its left side.
+fn axis_titles(svg: &mut String, plot_w: f64, plot_h: f64, x_label: &str, y_label: &str) {
+    let _ = write!(
+        svg,
+        r#"<text class="axis" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text class="axis" transform="translate(14 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
+        LEFT + plot_w / 2.0,
+        HEIGHT - 4.0,
+        escape(x_label),
+        TOP + plot_h / 2.0,
+        escape(y_label)
+    );
 }
 
 #[cfg(test)]
