@@ -27,6 +27,13 @@ definition.session(\"s\", function (session) {{
     scratch_file("thresholds.js", text.as_bytes())
 }
 
+/// `barrage run SCRIPT ARGS...`, bounded by `LIMIT`.
+fn run(script: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["run", script.to_str().unwrap()];
+    all.extend_from_slice(args);
+    barrage(&all, LIMIT)
+}
+
 fn out_path(name: &str) -> PathBuf {
     scratch_file(name, b"")
 }
@@ -78,15 +85,7 @@ fn passing_thresholds_exit_0_and_failing_ones_exit_99_with_marks_and_junit() {
         PING_BODY,
     );
     let junit = out_path("pass.xml");
-    let out = barrage(
-        &[
-            "run",
-            passing.to_str().unwrap(),
-            "--junit",
-            junit.to_str().unwrap(),
-        ],
-        LIMIT,
-    );
+    let out = run(&passing, &["--junit", junit.to_str().unwrap()]);
     out.expect_success();
     for line in [
         "    http_req_duration{tag:ping}\n    ✓ 'p(95)<5000' p(95)=",
@@ -124,15 +123,7 @@ fn passing_thresholds_exit_0_and_failing_ones_exit_99_with_marks_and_junit() {
         "  session.get(\"/status/503\", { tag: \"down\" });",
     );
     let junit = out_path("fail.xml");
-    let out = barrage(
-        &[
-            "run",
-            failing.to_str().unwrap(),
-            "--junit",
-            junit.to_str().unwrap(),
-        ],
-        LIMIT,
-    );
+    let out = run(&failing, &["--junit", junit.to_str().unwrap()]);
     assert_eq!(out.code(), Some(99), "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stderr.contains("some thresholds have failed"),
@@ -176,15 +167,7 @@ fn abort_on_fail_ends_the_run_early() {
     );
     let json = out_path("abort.json");
     let started = Instant::now();
-    let out = barrage(
-        &[
-            "run",
-            path.to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
-        ],
-        LIMIT,
-    );
+    let out = run(&path, &["--json", json.to_str().unwrap()]);
     let took = started.elapsed();
     assert_eq!(out.code(), Some(99), "{}\n{}", out.stdout, out.stderr);
     assert!(took < Duration::from_secs(15), "a 30 s run took {took:?}");
@@ -236,15 +219,7 @@ definition.setThresholds({ failures: 'rate==0.25', score: ['avg==20', 'max==30']
   session.add('hits', 2);",
     );
     let json = out_path("custom.json");
-    let out = barrage(
-        &[
-            "run",
-            path.to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
-        ],
-        LIMIT,
-    );
+    let out = run(&path, &["--json", json.to_str().unwrap()]);
     out.expect_success();
     let s = json_file(&json);
     validate_against_schema(&s);
@@ -305,10 +280,9 @@ fn outputs_validate_stream_and_follow_trend_stats() {
     );
     let ndjson_spec = format!("ndjson={}", ndjson.display());
     let samples_spec = format!("samples={}:0.5", samples.display());
-    let out = barrage(
+    let out = run(
+        &path,
         &[
-            "run",
-            path.to_str().unwrap(),
             "--json",
             json.to_str().unwrap(),
             "--csv",
@@ -320,7 +294,6 @@ fn outputs_validate_stream_and_follow_trend_stats() {
             "--summary-trend-stats",
             "avg,p(99.9)",
         ],
-        LIMIT,
     );
     out.expect_success();
     let line = out
@@ -399,15 +372,7 @@ fn outputs_validate_stream_and_follow_trend_stats() {
 fn unwritable_outputs_and_bad_output_flags_are_reported_before_the_run() {
     let target = Target::start();
     let path = script(&target, 10, 1, "", PING_BODY);
-    let out = barrage(
-        &[
-            "run",
-            path.to_str().unwrap(),
-            "--junit",
-            "/nonexistent-dir/x.xml",
-        ],
-        LIMIT,
-    );
+    let out = run(&path, &["--junit", "/nonexistent-dir/x.xml"]);
     assert_eq!(out.code(), Some(1), "{}", out.stderr);
     assert!(
         out.stderr
@@ -416,15 +381,7 @@ fn unwritable_outputs_and_bad_output_flags_are_reported_before_the_run() {
         out.stderr
     );
     assert!(out.stdout.is_empty(), "no run happened: {}", out.stdout);
-    let out = barrage(
-        &[
-            "run",
-            path.to_str().unwrap(),
-            "--summary-trend-stats",
-            "avg,p95",
-        ],
-        LIMIT,
-    );
+    let out = run(&path, &["--summary-trend-stats", "avg,p95"]);
     assert_eq!(out.code(), Some(2), "{}", out.stderr);
     assert!(
         out.stderr.contains("`p95` is not a trend statistic"),
