@@ -7,8 +7,9 @@
 //! HTTP/1.1 is implemented here directly on the socket with `httparse` for the response
 //! head: the engine needs the timing of each phase (write, wait, read) and a response path
 //! that allocates nothing per request, neither of which a general client exposes.
-//! BENCHMARKS.md records the side-by-side measurement against hyper's client. HTTP/2 uses the
-//! `h2` crate (`h2.rs`), TLS uses rustls (`tls.rs`).
+//! BENCHMARKS.md records the side-by-side measurement against hyper's client. HTTP/2 is our own
+//! lean codec too (`h2/`: frames, HPACK encoding, streams; `loona-hpack` decodes responses),
+//! for the same reason (BENCHMARKS.md, issue #6). TLS uses rustls (`tls.rs`).
 
 mod buffers;
 mod capture;
@@ -30,7 +31,7 @@ pub use connector::{AnyConnection, Connector, Opened, Version};
 pub use framing::{
     parse_head, parse_head_with, BodyFraming, ChunkedDecoder, FramingError, ResponseHead,
 };
-pub use h2::{classify_h2_error, H2Connection, H2Id, H2Settings};
+pub use h2::{H2Connection, H2Id, H2Settings};
 pub use request::{
     default_headers, is_clean_path, is_header_value_byte, is_path_byte, is_token,
     method_sends_length, RequestBytes, RequestError, RequestSpec,

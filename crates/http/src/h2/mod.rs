@@ -1,0 +1,261 @@
+//! One HTTP/2 connection (h2c by prior knowledge or h2 negotiated over TLS) on barrage's own
+//! lean codec: BENCHMARKS.md ("HTTP/2 and TLS against h2load") shows the `h2` crate was most
+//! of the client's cost. Requests arrive as the same HTTP/1.1 bytes the HTTP/1.1 path writes
+//! and are turned into HEADERS here (`request.rs`), so every request source works over both
+//! protocols. Handles are cheap clones sharing one single-threaded state (`connection.rs`:
+//! streams, flow control, frame processing; `frame.rs`: the wire format; `hpack.rs`: header
+//! compression). Requests of the handles queued in one event-loop turn leave in one write.
+
+mod connection;
+mod frame;
+mod hpack;
+mod request;
+#[cfg(test)]
+mod tests;
+
+use crate::capture::Capture;
+use crate::classify::classify_io_error;
+use crate::connection::Exchange;
+use crate::stream::Stream;
+use barrage_metrics::ErrorKind;
+use connection::{Conn, Phase};
+use std::cell::RefCell;
+use std::future::poll_fn;
+use std::rc::{Rc, Weak};
+use std::task::Poll;
+use std::time::Instant;
+use tokio::io::AsyncWriteExt;
+
+/// HTTP/2 settings the client announces; `None` keeps the protocol default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct H2Settings {
+    pub initial_window_size: Option<u32>,
+    pub initial_connection_window_size: Option<u32>,
+}
+
+/// The identity of an HTTP/2 connection; equal for every handle on the same connection.
+/// Holds no reference on the connection's state (it closes when the last handle goes).
+#[derive(Debug, Clone)]
+pub struct H2Id(Weak<RefCell<Conn>>);
+
+impl PartialEq for H2Id {
+    fn eq(&self, other: &H2Id) -> bool {
+        Weak::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for H2Id {}
+
+/// A handle on an HTTP/2 connection. Cloning it gives another handle on the same
+/// connection (streams multiplex); the connection closes when every handle is gone.
+/// Single-threaded: handles live on the worker thread that opened the connection.
+#[derive(Clone)]
+pub struct H2Connection {
+    shared: Rc<RefCell<Conn>>,
+    /// Whether any of the last exchange's response arrived; a failure before that (a
+    /// connection the server closed or went away from) is safe to retry.
+    response_started: bool,
+}
+
+/// Frees an exchange's stream slot however the exchange ends (a dropped exchange — a
+/// timeout — cancels its stream).
+struct StreamGuard<'a> {
+    shared: &'a RefCell<Conn>,
+    slot: usize,
+}
+
+impl Drop for StreamGuard<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut conn) = self.shared.try_borrow_mut() {
+            conn.release(self.slot);
+        }
+    }
+}
+
+impl H2Connection {
+    /// Sends the connection preface and our SETTINGS over `stream`. The server's SETTINGS
+    /// are read with the first exchange (no round trip here).
+    pub async fn handshake(
+        mut stream: Stream,
+        settings: &H2Settings,
+    ) -> Result<H2Connection, ErrorKind> {
+        let mut preface = Vec::with_capacity(64);
+        connection::preface(
+            &mut preface,
+            settings.initial_window_size,
+            settings.initial_connection_window_size,
+        );
+        stream
+            .write_all(&preface)
+            .await
+            .map_err(|e| classify_io_error(&e, false))?;
+        stream
+            .flush()
+            .await
+            .map_err(|e| classify_io_error(&e, false))?;
+        let stream_window = settings
+            .initial_window_size
+            .unwrap_or(frame::DEFAULT_WINDOW);
+        // The connection window starts at the default and can only grow.
+        let conn_window = settings
+            .initial_connection_window_size
+            .unwrap_or(0)
+            .max(frame::DEFAULT_WINDOW);
+        Ok(H2Connection {
+            shared: Rc::new(RefCell::new(Conn::new(stream, stream_window, conn_window))),
+            response_started: false,
+        })
+    }
+
+    /// Exchanges completed on this connection (by any handle).
+    pub fn exchanges(&self) -> u64 {
+        self.shared.borrow().exchanges
+    }
+
+    /// Identifies the connection behind this handle.
+    pub fn id(&self) -> H2Id {
+        H2Id(Rc::downgrade(&self.shared))
+    }
+
+    /// Whether this handle is on the connection `id` names.
+    pub fn is(&self, id: &H2Id) -> bool {
+        std::ptr::eq(Rc::as_ptr(&self.shared), id.0.as_ptr())
+    }
+
+    pub fn response_started(&self) -> bool {
+        self.response_started
+    }
+
+    /// Sends `request` (an encoded HTTP/1.1 request) on a new stream and reads the whole
+    /// response. Byte counts: the response head is counted at its decoded size (HPACK makes
+    /// the wire smaller), the body as its DATA payload.
+    pub async fn exchange(
+        &mut self,
+        request: &[u8],
+        expects_body: bool,
+        mut capture: Option<&mut Capture<'_>>,
+    ) -> Result<Exchange, ErrorKind> {
+        self.response_started = false;
+        if let Some(capture) = capture.as_deref_mut() {
+            capture.start();
+        }
+        let (keep_fields, keep_body) = match capture.as_deref() {
+            None => (false, false),
+            Some(c) => (true, expects_body && (c.body || c.encoded_body)),
+        };
+        poll_fn(|cx| self.shared.borrow_mut().poll_capacity(cx)).await?;
+        // Other handles may queue requests in this turn too: then the first one to queue
+        // yields once before writing, and the rest join its write.
+        let shared_by_others = Rc::strong_count(&self.shared) > 1;
+        let (started, mut defer) = {
+            let mut conn = self.shared.borrow_mut();
+            let was_empty = conn.write_buf.is_empty();
+            let started = request::start_stream(&mut conn, request, keep_fields, keep_body)?;
+            let defer = shared_by_others && was_empty && conn.flush_owner.is_none();
+            if defer {
+                conn.flush_owner = Some(started.slot);
+            }
+            (started, defer)
+        };
+        let _guard = StreamGuard {
+            shared: &self.shared,
+            slot: started.slot,
+        };
+        let body = &request[started.body_start..];
+        let mut sent = 0;
+        let mut written_at = body.is_empty().then(Instant::now);
+        let phase = poll_fn(|cx| {
+            let mut conn = self.shared.borrow_mut();
+            let conn = &mut *conn;
+            let open = matches!(
+                conn.slots[started.slot].phase,
+                Phase::AwaitingHead | Phase::Body
+            );
+            if open && sent < body.len() {
+                send_body(conn, started.slot, started.id, body, &mut sent);
+                if sent == body.len() {
+                    written_at = Some(Instant::now());
+                }
+            }
+            if defer {
+                defer = false;
+                conn.slots[started.slot].waker = Some(cx.waker().clone());
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            if conn.slots[started.slot].phase == Phase::AwaitingHead
+                || conn.slots[started.slot].phase == Phase::Body
+            {
+                conn.drive(cx, Some(started.slot));
+            }
+            let slot = &mut conn.slots[started.slot];
+            match slot.phase {
+                Phase::Done | Phase::Failed(_) => Poll::Ready(slot.phase),
+                Phase::AwaitingHead | Phase::Body => {
+                    if !slot.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                        slot.waker = Some(cx.waker().clone());
+                    }
+                    Poll::Pending
+                }
+            }
+        })
+        .await;
+        // The guard (declared before) frees the slot after this borrow ends.
+        let mut conn = self.shared.borrow_mut();
+        let conn = &mut *conn;
+        let keep_alive = conn.failed.is_none() && conn.goaway.is_none();
+        let slot = &mut conn.slots[started.slot];
+        self.response_started = slot.first_byte_at.is_some() && !slot.refused;
+        if let Phase::Failed(kind) = phase {
+            return Err(kind);
+        }
+        if let Some(capture) = capture {
+            let mut name_start = 0;
+            for &(name_end, value_end) in &slot.fields {
+                let name = &slot.field_bytes[name_start as usize..name_end as usize];
+                let value = &slot.field_bytes[name_end as usize..value_end as usize];
+                capture.header(std::str::from_utf8(name).unwrap_or(""), value);
+                name_start = value_end;
+            }
+            if let Some(sink) = capture.body_sink() {
+                // Swapped, not copied: both buffers keep their capacity for reuse.
+                std::mem::swap(sink, &mut slot.body);
+            }
+        }
+        let done_at = slot.done_at.unwrap_or_else(Instant::now);
+        let exchange = Exchange {
+            status: slot.status,
+            keep_alive,
+            bytes_received: slot.head_bytes + slot.body_bytes,
+            body_bytes: slot.body_bytes,
+            written_at: written_at.unwrap_or(done_at),
+            first_byte_at: slot.first_byte_at.unwrap_or(done_at),
+            done_at,
+        };
+        if sent < body.len() {
+            // The response ended before the request body was sent: stop sending it.
+            frame::write_rst_stream(&mut conn.write_buf, started.id, 0);
+        }
+        Ok(exchange)
+    }
+}
+
+/// Queues as much of the request body as the flow-control windows allow.
+fn send_body(conn: &mut Conn, slot: usize, id: u32, body: &[u8], sent: &mut usize) {
+    while *sent < body.len() {
+        let window = conn.send_window.min(conn.slots[slot].send_window);
+        let n = (body.len() - *sent)
+            .min(conn.peer_max_frame)
+            .min(window.max(0) as usize);
+        if n == 0 {
+            conn.slots[slot].sending = true;
+            return;
+        }
+        let end = *sent + n == body.len();
+        frame::write_data(&mut conn.write_buf, id, &body[*sent..*sent + n], end);
+        conn.send_window -= n as i64;
+        conn.slots[slot].send_window -= n as i64;
+        *sent += n;
+    }
+    conn.slots[slot].sending = false;
+}

@@ -1,0 +1,516 @@
+//! Tests of the HTTP/2 client: against the `h2` crate's server (an independent peer) for
+//! normal traffic, flow control, stream limits and failures; against a raw socket server for
+//! what a broken or non-HTTP/2 server may send (never a panic, always a classified error).
+
+use super::*;
+use crate::capture::Captured;
+use crate::request::RequestSpec;
+use bytes::Bytes;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+
+/// What the test server does with each stream.
+#[derive(Clone, Copy)]
+enum Behaviour {
+    /// Echo the request body back, with the method in `x-method` (`/slow` waits 2 s).
+    Echo,
+    Reset(h2::Reason),
+    GoAway,
+}
+
+struct Server {
+    addr: SocketAddr,
+    connections: Arc<AtomicUsize>,
+}
+
+async fn serve_with(behaviour: Behaviour, max_streams: Option<u32>) -> Server {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let accepted = Arc::clone(&connections);
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            accepted.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(serve_connection(tcp, behaviour, max_streams));
+        }
+    });
+    Server { addr, connections }
+}
+
+async fn serve_connection(
+    tcp: tokio::net::TcpStream,
+    behaviour: Behaviour,
+    max_streams: Option<u32>,
+) {
+    let mut builder = h2::server::Builder::new();
+    if let Some(max) = max_streams {
+        builder.max_concurrent_streams(max);
+    }
+    let mut connection = builder.handshake(tcp).await.unwrap();
+    while let Some(Ok((request, mut respond))) = connection.accept().await {
+        match behaviour {
+            Behaviour::Reset(reason) => respond.send_reset(reason),
+            Behaviour::GoAway => connection.abrupt_shutdown(h2::Reason::INTERNAL_ERROR),
+            Behaviour::Echo => {
+                tokio::spawn(async move {
+                    if request.uri().path() == "/slow" {
+                        tokio::time::sleep(Duration::from_secs(2)).await;
+                    }
+                    let method = request.method().to_string();
+                    let mut body = request.into_body();
+                    let mut data = Vec::new();
+                    while let Some(Ok(chunk)) = body.data().await {
+                        let _ = body.flow_control().release_capacity(chunk.len());
+                        data.extend_from_slice(&chunk);
+                    }
+                    let response = http::Response::builder()
+                        .header("x-method", method)
+                        .header("content-encoding", "identity")
+                        .body(())
+                        .unwrap();
+                    let Ok(mut send) = respond.send_response(response, false) else {
+                        return;
+                    };
+                    // Sent in pieces as the client's window allows.
+                    let mut data = Bytes::from(data);
+                    while !data.is_empty() {
+                        send.reserve_capacity(data.len());
+                        let Some(Ok(room)) =
+                            std::future::poll_fn(|cx| send.poll_capacity(cx)).await
+                        else {
+                            return;
+                        };
+                        let chunk = data.split_to(room.min(data.len()));
+                        send.send_data(chunk, data.is_empty()).unwrap();
+                    }
+                    let _ = send.send_data(Bytes::new(), true);
+                });
+            }
+        }
+    }
+    // Closing at once could reset the socket before the client reads the GOAWAY.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(connection);
+}
+
+async fn serve(behaviour: Behaviour) -> SocketAddr {
+    serve_with(behaviour, None).await.addr
+}
+
+async fn open_with(addr: SocketAddr, settings: &H2Settings) -> H2Connection {
+    let tcp = crate::connect(&[addr]).await.unwrap();
+    H2Connection::handshake(Stream::Plain(tcp), settings)
+        .await
+        .unwrap()
+}
+
+async fn open(addr: SocketAddr) -> H2Connection {
+    open_with(addr, &H2Settings::default()).await
+}
+
+fn request_to(method: &str, path: &str, body: Option<&[u8]>) -> Vec<u8> {
+    let headers = [("X-Request-Id".to_string(), "42".to_string())];
+    RequestSpec {
+        method,
+        authority: "localhost:1",
+        path,
+        headers: &headers,
+        body,
+        keep_alive: true,
+        accept_gzip: false,
+    }
+    .encode()
+    .unwrap()
+    .as_bytes()
+    .to_vec()
+}
+
+fn request(method: &str, body: Option<&[u8]>) -> Vec<u8> {
+    request_to(method, "/echo?x=1", body)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn sends_http1_bytes_as_http2_and_captures_the_response() {
+    let addr = serve(Behaviour::Echo).await;
+    let mut connection = open(addr).await;
+    let names = vec!["x-method".to_string()];
+    let mut captured = Captured::default();
+    let mut capture = Capture {
+        headers: &names,
+        body: true,
+        encoded_body: false,
+        into: &mut captured,
+    };
+    let exchange = connection
+        .exchange(&request("POST", Some(b"hello")), true, Some(&mut capture))
+        .await
+        .unwrap();
+    assert_eq!((exchange.status, exchange.body_bytes), (200, 5));
+    assert!(exchange.keep_alive);
+    assert!(connection.response_started());
+    assert_eq!(captured.body(), b"hello");
+    assert_eq!(captured.header(0), Some(&b"POST"[..]));
+    let again = connection
+        .exchange(&request("GET", None), true, None)
+        .await
+        .unwrap();
+    assert_eq!((again.status, again.body_bytes), (200, 0));
+    // ":status: 200\r\n" + "x-method: GET\r\n" + "content-encoding: identity\r\n".
+    assert_eq!(again.bytes_received, 14 + 15 + 28);
+    assert_eq!(connection.exchanges(), 2);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn resets_and_goaway_are_counted_by_kind() {
+    for (behaviour, kind) in [
+        (
+            Behaviour::Reset(h2::Reason::REFUSED_STREAM),
+            ErrorKind::H2StreamLimit,
+        ),
+        (
+            Behaviour::Reset(h2::Reason::INTERNAL_ERROR),
+            ErrorKind::H2StreamReset,
+        ),
+        (Behaviour::GoAway, ErrorKind::H2GoAway),
+    ] {
+        let addr = serve(behaviour).await;
+        let mut connection = open(addr).await;
+        let result = connection.exchange(&request("GET", None), true, None).await;
+        assert_eq!(result.unwrap_err(), kind);
+        assert!(!connection.response_started());
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn streams_of_many_handles_share_one_connection_within_the_servers_limit() {
+    let server = serve_with(Behaviour::Echo, Some(2)).await;
+    let connection = open(server.addr).await;
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async {
+            let tasks: Vec<_> = (0..12)
+                .map(|i| {
+                    let mut handle = connection.clone();
+                    tokio::task::spawn_local(async move {
+                        let body = vec![b'x'; i * 100];
+                        let body = Some(&body[..]).filter(|b| !b.is_empty());
+                        handle.exchange(&request("POST", body), true, None).await
+                    })
+                })
+                .collect();
+            for (i, task) in tasks.into_iter().enumerate() {
+                let exchange = task.await.unwrap().unwrap();
+                assert_eq!(
+                    (exchange.status, exchange.body_bytes),
+                    (200, i as u64 * 100)
+                );
+            }
+        })
+        .await;
+    assert_eq!(connection.exchanges(), 12);
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+    assert_eq!(connection.shared.borrow().active, 0);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn large_bodies_flow_both_ways_through_small_windows() {
+    let addr = serve(Behaviour::Echo).await;
+    let settings = H2Settings {
+        initial_window_size: Some(10_000),
+        initial_connection_window_size: Some(1 << 20),
+    };
+    let mut connection = open_with(addr, &settings).await;
+    let body: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let mut captured = Captured::default();
+    for _ in 0..2 {
+        let mut capture = Capture {
+            headers: &[],
+            body: true,
+            encoded_body: false,
+            into: &mut captured,
+        };
+        let exchange = connection
+            .exchange(&request("POST", Some(&body)), true, Some(&mut capture))
+            .await
+            .unwrap();
+        assert_eq!(exchange.body_bytes, body.len() as u64);
+        assert_eq!(captured.body(), &body[..]);
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_dropped_exchange_cancels_its_stream_and_the_connection_goes_on() {
+    let addr = serve(Behaviour::Echo).await;
+    let mut connection = open(addr).await;
+    let slow = request_to("GET", "/slow", None);
+    let timed_out = tokio::time::timeout(
+        Duration::from_millis(100),
+        connection.exchange(&slow, true, None),
+    )
+    .await;
+    assert!(timed_out.is_err());
+    assert_eq!(connection.shared.borrow().active, 0);
+    let exchange = connection
+        .exchange(&request("GET", None), true, None)
+        .await
+        .unwrap();
+    assert_eq!(exchange.status, 200);
+}
+
+/// A raw server: after the client's preface (and its first HEADERS frame, unless
+/// `answer_preface`), writes `reply` and keeps the socket open a moment.
+async fn raw_server(reply: Vec<u8>, answer_preface: bool) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut tcp, _) = listener.accept().await.unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let Ok(n) = tcp.read(&mut buf).await else {
+                return;
+            };
+            if n == 0 {
+                return;
+            }
+            seen.extend_from_slice(&buf[..n]);
+            if seen.len() >= frame::PREFACE.len() && (answer_preface || has_headers(&seen)) {
+                break;
+            }
+        }
+        let _ = tcp.write_all(&reply).await;
+        // Read what the client still sends, so the close is a FIN, not a reset.
+        let _ = tokio::time::timeout(Duration::from_millis(200), async {
+            while let Ok(n) = tcp.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        })
+        .await;
+    });
+    addr
+}
+
+fn has_headers(seen: &[u8]) -> bool {
+    let mut at = frame::PREFACE.len();
+    while let Some(header) = frame::FrameHeader::parse(&seen[at..]) {
+        if header.kind == frame::HEADERS {
+            return true;
+        }
+        at += frame::HEADER_LEN + header.len;
+        if at > seen.len() {
+            return false;
+        }
+    }
+    false
+}
+
+fn settings_frame() -> Vec<u8> {
+    let mut out = Vec::new();
+    frame::write_settings(&mut out, &[(frame::SETTINGS_MAX_CONCURRENT_STREAMS, 100)]);
+    out
+}
+
+fn raw_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    frame::write_header(&mut out, payload.len(), kind, flags, stream);
+    out.extend_from_slice(payload);
+    out
+}
+
+async fn exchange_against(reply: Vec<u8>, answer_preface: bool) -> Result<Exchange, ErrorKind> {
+    let addr = raw_server(reply, answer_preface).await;
+    let mut connection = open(addr).await;
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        connection.exchange(&request("GET", None), true, None),
+    )
+    .await
+    .expect("a broken server ends the exchange, it does not hang it")
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_server_without_h2c_is_told_apart() {
+    let http1 = b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n".to_vec();
+    assert_eq!(
+        exchange_against(http1, true).await.unwrap_err(),
+        ErrorKind::H2NotOffered
+    );
+    assert_eq!(
+        exchange_against(Vec::new(), true).await.unwrap_err(),
+        ErrorKind::H2NotOffered
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn hand_made_frames_are_understood() {
+    const END_HEADERS_AND_STREAM: u8 = frame::FLAG_END_HEADERS | frame::FLAG_END_STREAM;
+    // An interim 100 (literal :status), then 200 (static index 8) ending the stream.
+    let mut reply = settings_frame();
+    reply.extend(raw_frame(frame::PING, 0, 0, &[7; 8]));
+    reply.extend(raw_frame(
+        frame::HEADERS,
+        frame::FLAG_END_HEADERS,
+        1,
+        &[0x48, 3, b'1', b'0', b'0'],
+    ));
+    reply.extend(raw_frame(frame::PRIORITY, 0, 1, &[0, 0, 0, 0, 16]));
+    reply.extend(raw_frame(
+        frame::HEADERS,
+        frame::FLAG_END_HEADERS,
+        1,
+        &[0x88],
+    ));
+    reply.extend(raw_frame(
+        frame::DATA,
+        frame::FLAG_PADDED,
+        1,
+        &[2, b'o', b'k', 0, 0],
+    ));
+    reply.extend(raw_frame(0xfa, 0, 0, b"unknown type"));
+    reply.extend(raw_frame(
+        frame::HEADERS,
+        END_HEADERS_AND_STREAM,
+        1,
+        &[0x88],
+    ));
+    let exchange = exchange_against(reply, false).await.unwrap();
+    assert_eq!((exchange.status, exchange.body_bytes), (200, 2));
+    assert_eq!(exchange.bytes_received, 14 + 2);
+
+    // A head split over HEADERS and CONTINUATION.
+    let mut reply = settings_frame();
+    reply.extend(raw_frame(
+        frame::HEADERS,
+        frame::FLAG_END_STREAM,
+        1,
+        &[0x88],
+    ));
+    reply.extend(raw_frame(
+        frame::CONTINUATION,
+        frame::FLAG_END_HEADERS,
+        1,
+        &[0x5c, 1, b'0'], // content-length: 0
+    ));
+    let exchange = exchange_against(reply, false).await.unwrap();
+    assert_eq!(exchange.status, 200);
+    assert_eq!(
+        exchange.bytes_received,
+        14 + "content-length".len() as u64 + 1 + 4
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn broken_frames_are_protocol_errors_not_panics() {
+    let with_settings = |tail: Vec<u8>| {
+        let mut reply = settings_frame();
+        reply.extend(tail);
+        reply
+    };
+    let cases: Vec<(&str, Vec<u8>, ErrorKind)> = vec![
+        (
+            "frame longer than our maximum",
+            with_settings(vec![0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 1]),
+            ErrorKind::H2Protocol,
+        ),
+        (
+            "bad HPACK",
+            with_settings(raw_frame(frame::HEADERS, 0x5, 1, &[0xff, 0xff, 0xff, 0xff])),
+            ErrorKind::H2Protocol,
+        ),
+        (
+            "push promise",
+            with_settings(raw_frame(frame::PUSH_PROMISE, 0x4, 1, &[0, 0, 0, 2, 0x82])),
+            ErrorKind::H2Protocol,
+        ),
+        (
+            "data before the head",
+            with_settings(raw_frame(frame::DATA, 0x1, 1, b"early")),
+            ErrorKind::H2Protocol,
+        ),
+        (
+            "padding longer than the frame",
+            with_settings(raw_frame(frame::HEADERS, 0xd, 1, &[9, 0x88])),
+            ErrorKind::H2Protocol,
+        ),
+        (
+            "a head without :status",
+            with_settings(raw_frame(frame::HEADERS, 0x5, 1, &[0x5c, 1, b'0'])),
+            ErrorKind::H2Protocol,
+        ),
+        (
+            "headers on a stream never opened",
+            with_settings(raw_frame(frame::HEADERS, 0x5, 9, &[0x88])),
+            ErrorKind::H2Protocol,
+        ),
+        (
+            "truncated frame, then close",
+            with_settings(vec![0, 0, 10, frame::DATA, 0, 0, 0, 0, 1, b'x']),
+            ErrorKind::Closed,
+        ),
+        (
+            "GOAWAY before the stream",
+            with_settings(raw_frame(frame::GOAWAY, 0, 0, &[0; 8])),
+            ErrorKind::H2GoAway,
+        ),
+        (
+            "first frame is not SETTINGS",
+            raw_frame(frame::PING, 0, 0, &[0; 8]),
+            ErrorKind::H2NotOffered,
+        ),
+        (
+            "malformed SETTINGS",
+            with_settings(raw_frame(
+                frame::SETTINGS,
+                0,
+                0,
+                &[0, 4, 0xff, 0xff, 0xff, 0xff],
+            )),
+            ErrorKind::H2Protocol,
+        ),
+        (
+            "SETTINGS with a length not a multiple of 6",
+            with_settings(raw_frame(frame::SETTINGS, 0, 0, &[0, 4, 0])),
+            ErrorKind::H2Protocol,
+        ),
+        (
+            "window overflow",
+            with_settings(raw_frame(
+                frame::WINDOW_UPDATE,
+                0,
+                0,
+                &[0x7f, 0xff, 0xff, 0xff],
+            )),
+            ErrorKind::H2Protocol,
+        ),
+        (
+            "RST_STREAM REFUSED_STREAM",
+            with_settings(raw_frame(frame::RST_STREAM, 0, 1, &[0, 0, 0, 7])),
+            ErrorKind::H2StreamLimit,
+        ),
+    ];
+    for (name, reply, kind) in cases {
+        assert_eq!(
+            exchange_against(reply, false).await.map(|e| e.status),
+            Err(kind),
+            "{name}"
+        );
+    }
+    // Pseudo-random garbage after a valid SETTINGS: some error, never a panic or a hang.
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..20 {
+        let garbage: Vec<u8> = (0..200)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect();
+        let _ = exchange_against(with_settings(garbage), false).await;
+    }
+}
