@@ -7,7 +7,8 @@
 //! leaves.
 
 use super::frame::{self, FrameHeader, HEADER_LEN};
-use super::hpack::{Decoder, Encoder};
+use super::hpack::Encoder;
+use super::hpack_decoder::Decoder;
 use crate::classify::classify_io_error;
 use crate::stream::Stream;
 use barrage_metrics::ErrorKind;

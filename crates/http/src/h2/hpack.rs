@@ -1,13 +1,12 @@
-//! HPACK (RFC 7541) for the client: an encoder tuned for load generation — requests repeat
-//! the same fields, so each field is sent with incremental indexing once and as a one- or
-//! two-byte index afterwards (values unique per request, like `x-request-id`, go
-//! never-indexed) — and the response decoder, `loona-hpack`'s (Huffman, dynamic table size
-//! updates).
+//! The HPACK (RFC 7541) static table and the request encoder, tuned for load generation:
+//! requests repeat the same fields, so each field is sent with incremental indexing once and
+//! as a one- or two-byte index afterwards (values unique per request, like `x-request-id`,
+//! go never-indexed). The decoder is in `hpack_decoder.rs`.
 
 use std::collections::VecDeque;
 
 /// The static table (RFC 7541 Appendix A); index = position + 1.
-const STATIC_TABLE: [(&str, &str); 61] = [
+pub(super) const STATIC_TABLE: [(&str, &str); 61] = [
     (":authority", ""),
     (":method", "GET"),
     (":method", "POST"),
@@ -74,7 +73,7 @@ const DYNAMIC_BASE: usize = STATIC_TABLE.len() + 1;
 /// The table size both sides start with (SETTINGS_HEADER_TABLE_SIZE default).
 pub(super) const DEFAULT_TABLE_SIZE: usize = 4096;
 /// Per-entry overhead in the table size (RFC 7541 §4.1).
-const ENTRY_OVERHEAD: usize = 32;
+pub(super) const ENTRY_OVERHEAD: usize = 32;
 
 /// How a field may be stored by the peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -239,40 +238,10 @@ fn static_exact_index(name: &[u8], value: &[u8]) -> Option<usize> {
     }
 }
 
-/// The response decoder.
-pub(super) struct Decoder {
-    inner: loona_hpack::Decoder<'static>,
-}
-
-impl Default for Decoder {
-    fn default() -> Self {
-        let mut inner = loona_hpack::Decoder::new();
-        // We never announce a larger table: an update beyond it is the peer's error.
-        inner.set_max_allowed_table_size(DEFAULT_TABLE_SIZE);
-        Decoder { inner }
-    }
-}
-
-/// A header block the decoder refused (a COMPRESSION_ERROR).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct DecodeError;
-
-impl Decoder {
-    /// Decodes a whole header block, calling `field` for each field in order.
-    pub fn decode(
-        &mut self,
-        block: &[u8],
-        mut field: impl FnMut(&[u8], &[u8]),
-    ) -> Result<(), DecodeError> {
-        self.inner
-            .decode_with_cb(block, |name, value| field(&name, &value))
-            .map_err(|_| DecodeError)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::h2::hpack_decoder::Decoder;
 
     fn decode_all(decoder: &mut Decoder, block: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut fields = Vec::new();
@@ -357,29 +326,5 @@ mod tests {
         out.clear();
         encode_int(&mut out, 10, 5, 0);
         assert_eq!(out, [10]);
-    }
-
-    #[test]
-    fn decodes_huffman_coded_responses_from_the_rfc() {
-        // RFC 7541 C.6.1: a response with Huffman-coded literals.
-        let block = [
-            0x48, 0x82, 0x64, 0x02, 0x58, 0x85, 0xae, 0xc3, 0x77, 0x1a, 0x4b, 0x61, 0x96, 0xd0,
-            0x7a, 0xbe, 0x94, 0x10, 0x54, 0xd4, 0x44, 0xa8, 0x20, 0x05, 0x95, 0x04, 0x0b, 0x81,
-            0x66, 0xe0, 0x82, 0xa6, 0x2d, 0x1b, 0xff, 0x6e, 0x91, 0x9d, 0x29, 0xad, 0x17, 0x18,
-            0x63, 0xc7, 0x8f, 0x0b, 0x97, 0xc8, 0xe9, 0xae, 0x82, 0xae, 0x43, 0xd3,
-        ];
-        let mut decoder = Decoder::default();
-        let fields = decode_all(&mut decoder, &block);
-        assert_eq!(fields[0], (b":status".to_vec(), b"302".to_vec()));
-        assert_eq!(fields[1], (b"cache-control".to_vec(), b"private".to_vec()));
-        assert_eq!(
-            fields[3],
-            (b"location".to_vec(), b"https://www.example.com".to_vec())
-        );
-        // Garbage is an error, not a panic.
-        assert!(Decoder::default()
-            .decode(&[0xff, 0xff, 0xff], |_, _| {})
-            .is_err());
-        assert!(Decoder::default().decode(&[0x80], |_, _| {}).is_err());
     }
 }

@@ -3,12 +3,14 @@
 //! of the client's cost. Requests arrive as the same HTTP/1.1 bytes the HTTP/1.1 path writes
 //! and are turned into HEADERS here (`request.rs`), so every request source works over both
 //! protocols. Handles are cheap clones sharing one single-threaded state (`connection.rs`:
-//! streams, flow control, frame processing; `frame.rs`: the wire format; `hpack.rs`: header
-//! compression). Requests of the handles queued in one event-loop turn leave in one write.
+//! streams, flow control, frame processing; `frame.rs`: the wire format; `hpack.rs`,
+//! `hpack_decoder.rs` and `huffman.rs`: header compression). Requests of the handles queued in one event-loop turn leave in one write.
 
 mod connection;
 mod frame;
 mod hpack;
+mod hpack_decoder;
+mod huffman;
 mod request;
 #[cfg(test)]
 mod tests;
