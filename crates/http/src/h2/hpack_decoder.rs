@@ -204,10 +204,9 @@ impl Decoder {
 mod tests {
     use super::*;
 
-    fn decode_all(
-        decoder: &mut Decoder,
-        block: &[u8],
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DecodeError> {
+    type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn decode_all(decoder: &mut Decoder, block: &[u8]) -> Result<Fields, DecodeError> {
         let mut fields = Vec::new();
         decoder.decode(block, |n, v| fields.push((n.to_vec(), v.to_vec())))?;
         Ok(fields)
