@@ -131,6 +131,8 @@ pub(super) struct Conn {
     /// The stream of that block and whether its HEADERS ended the stream.
     continuation: Option<(u32, bool)>,
     got_settings: bool,
+    /// When the bytes being processed were read: one clock reading per read, not per frame.
+    read_at: Instant,
     /// The last stream id of a GOAWAY the server sent.
     pub goaway: Option<u32>,
     /// Why the connection is unusable, once it is.
@@ -172,6 +174,7 @@ impl Conn {
             block: Vec::new(),
             continuation: None,
             got_settings: false,
+            read_at: Instant::now(),
             goaway: None,
             failed: None,
             exchanges: 0,
@@ -260,7 +263,7 @@ impl Conn {
             return;
         }
         slot.phase = phase;
-        slot.done_at = Some(Instant::now());
+        slot.done_at = Some(self.read_at);
         slot.sending = false;
         slot.wake();
         if phase == Phase::Done {
@@ -275,6 +278,7 @@ impl Conn {
         if self.failed.is_some() {
             return;
         }
+        self.read_at = Instant::now();
         let kind = match kind {
             // Prior knowledge sent to a server without h2c: it answers the preface with an
             // HTTP/1.1 error or a close, never with SETTINGS.
@@ -359,6 +363,7 @@ impl Conn {
                 }
                 Poll::Ready(Ok(())) => {
                     self.read_end += buf.filled().len();
+                    self.read_at = Instant::now();
                     if let Err(kind) = self.process() {
                         return self.fail(kind);
                     }
@@ -652,7 +657,7 @@ impl Conn {
         slot.status = status;
         // ":status: NNN\r\n"
         slot.head_bytes = 14 + head_bytes;
-        slot.first_byte_at = Some(Instant::now());
+        slot.first_byte_at = Some(self.read_at);
         slot.phase = Phase::Body;
         if end_stream {
             self.finish(index, Phase::Done);
