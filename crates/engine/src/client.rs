@@ -27,6 +27,9 @@ pub(crate) struct Client {
     /// Closed models: the VU's pacing, for the coordinated-omission correction (`None`: the
     /// model counts from planned starts and needs none).
     pub(crate) expected_interval: Option<std::time::Duration>,
+    /// `shared` model: the pool slot of its last request, asked for again (see
+    /// `SharedPool::checkout`).
+    pub(crate) pool_slot: Option<usize>,
 }
 
 /// How a session ended.

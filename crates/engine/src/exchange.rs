@@ -55,7 +55,8 @@ impl Client {
                     .await
                 }
                 Some(pool) => {
-                    let mut lease = pool.checkout().await;
+                    let mut lease = pool.checkout(self.pool_slot).await;
+                    self.pool_slot = Some(lease.slot());
                     let result = attempt(
                         &mut lease.connection,
                         worker,
