@@ -17,8 +17,11 @@ use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// Bytes read per system call at most; a whole frame of the largest size we accept fits.
-const READ_BUFFER: usize = 32 * 1024;
+/// The read buffer's size: a whole frame of the largest size we accept fits, with room to
+/// spare for the next ones (kept small: a pool may hold thousands of connections).
+const READ_BUFFER: usize = 20 * 1024;
+/// A write buffer grown past this (large request bodies) is given back once flushed.
+const WRITE_BUFFER_KEPT: usize = 256 * 1024;
 /// Reads per `drive` before yielding to other tasks (the peer may keep sending).
 const READS_PER_DRIVE: usize = 16;
 
@@ -393,6 +396,9 @@ impl Conn {
         if self.write_pos == self.write_buf.len() {
             self.write_buf.clear();
             self.write_pos = 0;
+            if self.write_buf.capacity() > WRITE_BUFFER_KEPT {
+                self.write_buf = Vec::with_capacity(4096);
+            }
         }
         if self.needs_flush {
             match Pin::new(&mut self.io).poll_flush(cx) {
