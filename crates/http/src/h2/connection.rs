@@ -36,6 +36,15 @@ pub(super) enum Phase {
     Failed(ErrorKind),
 }
 
+/// Whether a stream keeps its response body (for a capture).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum KeepBody {
+    Never,
+    Always,
+    /// Only a content-encoded body (to count its decoded size); decided by the head.
+    IfEncoded,
+}
+
 /// One stream's slot. Its buffers keep their capacity from one stream to the next.
 pub(super) struct Slot {
     /// 0: the slot is free.
@@ -49,7 +58,9 @@ pub(super) struct Slot {
     pub done_at: Option<Instant>,
     /// Whether the exchange captures anything: then fields and body are kept here.
     pub keep_fields: bool,
-    pub keep_body: bool,
+    keep_body_when: KeepBody,
+    /// Whether DATA is kept, once the head is known.
+    keep_body: bool,
     /// Response fields, each as name then value; `fields` holds (name end, value end).
     pub field_bytes: Vec<u8>,
     pub fields: Vec<(u32, u32)>,
@@ -75,6 +86,7 @@ impl Slot {
             first_byte_at: None,
             done_at: None,
             keep_fields: false,
+            keep_body_when: KeepBody::Never,
             keep_body: false,
             field_bytes: Vec::new(),
             fields: Vec::new(),
@@ -191,7 +203,7 @@ impl Conn {
     }
 
     /// Takes a slot for a new stream with the next id (the caller checked capacity).
-    pub fn open_stream(&mut self, keep_fields: bool, keep_body: bool) -> (usize, u32) {
+    pub fn open_stream(&mut self, keep_fields: bool, keep_body: KeepBody) -> (usize, u32) {
         let index = self.free.pop().unwrap_or_else(|| {
             self.slots.push(Slot::new());
             self.slots.len() - 1
@@ -209,7 +221,8 @@ impl Conn {
         slot.first_byte_at = None;
         slot.done_at = None;
         slot.keep_fields = keep_fields;
-        slot.keep_body = keep_body;
+        slot.keep_body_when = keep_body;
+        slot.keep_body = false;
         slot.field_bytes.clear();
         slot.fields.clear();
         slot.body.clear();
@@ -265,6 +278,11 @@ impl Conn {
         if !slot.is_open() {
             return;
         }
+        if phase == Phase::Failed(ErrorKind::H2Protocol) && self.failed.is_none() {
+            // A stream-level error: the server still thinks the stream is open.
+            frame::write_rst_stream(&mut self.write_buf, slot.id, frame::PROTOCOL_ERROR);
+        }
+        let slot = &mut self.slots[index];
         slot.phase = phase;
         slot.done_at = Some(self.read_at);
         slot.sending = false;
@@ -607,6 +625,7 @@ impl Conn {
         let mut status = 0u16;
         let mut bad_status = false;
         let mut head_bytes = 0u64;
+        let mut encoded = false;
         let mark_fields = slot.field_bytes.len();
         let mark_spans = slot.fields.len();
         let decoded = self.decoder.decode(&self.block, |name, value| {
@@ -629,6 +648,10 @@ impl Conn {
             }
             // "name: value\r\n", as a text head would count it.
             head_bytes += (name.len() + value.len() + 4) as u64;
+            if name == b"content-encoding" {
+                let coding = value.trim_ascii();
+                encoded = !coding.is_empty() && !coding.eq_ignore_ascii_case(b"identity");
+            }
             if slot.keep_fields {
                 slot.field_bytes.extend_from_slice(name);
                 let name_end = slot.field_bytes.len() as u32;
@@ -661,6 +684,11 @@ impl Conn {
             };
         }
         slot.status = status;
+        slot.keep_body = match slot.keep_body_when {
+            KeepBody::Never => false,
+            KeepBody::Always => true,
+            KeepBody::IfEncoded => encoded,
+        };
         // ":status: NNN\r\n"
         slot.head_bytes = 14 + head_bytes;
         slot.first_byte_at = Some(self.read_at);

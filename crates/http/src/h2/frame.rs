@@ -33,6 +33,7 @@ pub(super) const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 3;
 pub(super) const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 4;
 pub(super) const SETTINGS_MAX_FRAME_SIZE: u16 = 5;
 
+pub(super) const PROTOCOL_ERROR: u32 = 0x1;
 pub(super) const REFUSED_STREAM: u32 = 0x7;
 pub(super) const CANCEL: u32 = 0x8;
 

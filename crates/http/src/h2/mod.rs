@@ -20,7 +20,7 @@ use crate::classify::classify_io_error;
 use crate::connection::Exchange;
 use crate::stream::Stream;
 use barrage_metrics::ErrorKind;
-use connection::{Conn, Phase};
+use connection::{Conn, KeepBody, Phase};
 use std::cell::RefCell;
 use std::future::poll_fn;
 use std::rc::{Rc, Weak};
@@ -142,8 +142,10 @@ impl H2Connection {
             capture.start();
         }
         let (keep_fields, keep_body) = match capture.as_deref() {
-            None => (false, false),
-            Some(c) => (true, expects_body && (c.body || c.encoded_body)),
+            Some(c) if expects_body && c.body => (true, KeepBody::Always),
+            Some(c) if expects_body && c.encoded_body => (true, KeepBody::IfEncoded),
+            Some(_) => (true, KeepBody::Never),
+            None => (false, KeepBody::Never),
         };
         poll_fn(|cx| self.shared.borrow_mut().poll_capacity(cx)).await?;
         // Other handles may queue requests in this turn too: then the first one to queue

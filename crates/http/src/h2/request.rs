@@ -2,7 +2,7 @@
 //! back (httparse), `Host` becomes `:authority`, headers HTTP/2 forbids are dropped, names are
 //! lower-cased, and the block is HPACK-encoded straight into the connection's write buffer.
 
-use super::connection::Conn;
+use super::connection::{Conn, KeepBody};
 use super::frame;
 use super::hpack::Indexing;
 use barrage_metrics::ErrorKind;
@@ -37,7 +37,7 @@ pub(super) fn start_stream(
     conn: &mut Conn,
     request: &[u8],
     keep_fields: bool,
-    keep_body: bool,
+    keep_body: KeepBody,
 ) -> Result<Started, ErrorKind> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut parsed = httparse::Request::new(&mut headers);

@@ -514,3 +514,35 @@ async fn broken_frames_are_protocol_errors_not_panics() {
         let _ = exchange_against(with_settings(garbage), false).await;
     }
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_encoded_body_is_kept_for_decoding_and_an_identity_one_is_not() {
+    for (coding, kept) in [(&b"gzip"[..], &b"zz"[..]), (b"identity", b"")] {
+        let mut reply = settings_frame();
+        // 200, then content-encoding (static name 26) as a literal without indexing.
+        let mut block = vec![0x88, 0x0f, 0x0b, coding.len() as u8];
+        block.extend_from_slice(coding);
+        reply.extend(raw_frame(
+            frame::HEADERS,
+            frame::FLAG_END_HEADERS,
+            1,
+            &block,
+        ));
+        reply.extend(raw_frame(frame::DATA, frame::FLAG_END_STREAM, 1, b"zz"));
+        let addr = raw_server(reply, false).await;
+        let mut connection = open(addr).await;
+        let mut captured = Captured::default();
+        let mut capture = Capture {
+            headers: &[],
+            body: false,
+            encoded_body: true,
+            into: &mut captured,
+        };
+        let exchange = connection
+            .exchange(&request("GET", None), true, Some(&mut capture))
+            .await
+            .unwrap();
+        assert_eq!(exchange.body_bytes, 2);
+        assert_eq!(captured.body(), kept, "{coding:?}");
+    }
+}
