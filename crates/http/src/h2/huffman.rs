@@ -1,6 +1,7 @@
 //! HPACK's Huffman code (RFC 7541 Appendix B) and the decoding of Huffman-coded strings:
-//! a binary tree built once per process, walked bit by bit; EOS inside a string and padding
-//! that is not a short run of 1 bits are errors (RFC 7541 §5.2).
+//! a binary tree built once per process and turned into a table that decodes four bits per
+//! step; EOS inside a string and padding that is not a short run of 1 bits are errors
+//! (RFC 7541 §5.2).
 
 use std::sync::OnceLock;
 
@@ -304,34 +305,89 @@ fn tree() -> &'static [[Child; 2]] {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct HuffmanError;
 
-/// Appends the decoding of `input` to `out`.
-pub(super) fn decode(input: &[u8], out: &mut Vec<u8>) -> Result<(), HuffmanError> {
-    let tree = tree();
-    let mut node = 0usize;
-    // Bits read since the last symbol, and whether they were all 1s (valid padding).
-    let mut pending_bits = 0u32;
-    let mut pending_ones = true;
-    for &byte in input {
-        for shift in (0..8).rev() {
-            let bit = (byte >> shift) & 1;
-            pending_bits += 1;
-            pending_ones &= bit == 1;
-            match tree[node][usize::from(bit)] {
-                Child::Node(next) => node = usize::from(next),
-                Child::Leaf(256) | Child::Missing => return Err(HuffmanError),
-                Child::Leaf(symbol) => {
-                    out.push(symbol as u8);
-                    node = 0;
-                    pending_bits = 0;
-                    pending_ones = true;
+/// One step of the decoder: from a tree node, four bits lead to another node, maybe emitting
+/// a symbol (codes are at least 5 bits long: at most one per nibble) or failing.
+#[derive(Clone, Copy)]
+struct Step {
+    next: u16,
+    /// A decoded byte, or `NO_SYMBOL`, or `FAIL` (EOS or an unused code).
+    symbol: u16,
+}
+
+const NO_SYMBOL: u16 = 256;
+const FAIL: u16 = 257;
+
+/// The nibble table (16 steps per tree node) and, per node, whether ending there is valid
+/// padding (reached from the root by at most 7 one-bits).
+struct Steps {
+    steps: Vec<Step>,
+    padding_ok: Vec<bool>,
+}
+
+fn steps() -> &'static Steps {
+    static STEPS: OnceLock<Steps> = OnceLock::new();
+    STEPS.get_or_init(|| {
+        let tree = tree();
+        let mut steps = Vec::with_capacity(tree.len() * 16);
+        for start in 0..tree.len() {
+            for nibble in 0..16u8 {
+                let mut node = start;
+                let mut symbol = NO_SYMBOL;
+                for shift in (0..4).rev() {
+                    match tree[node][usize::from((nibble >> shift) & 1)] {
+                        Child::Node(next) => node = usize::from(next),
+                        Child::Leaf(256) | Child::Missing => {
+                            symbol = FAIL;
+                            break;
+                        }
+                        Child::Leaf(byte) => {
+                            symbol = byte;
+                            node = 0;
+                        }
+                    }
                 }
+                steps.push(Step {
+                    next: node as u16,
+                    symbol,
+                });
             }
         }
+        let mut padding_ok = vec![false; tree.len()];
+        let mut node = 0;
+        padding_ok[0] = true;
+        for _ in 0..7 {
+            match tree[node][1] {
+                Child::Node(next) => {
+                    node = usize::from(next);
+                    padding_ok[node] = true;
+                }
+                _ => break,
+            }
+        }
+        Steps { steps, padding_ok }
+    })
+}
+
+/// Appends the decoding of `input` to `out`, four bits at a time.
+pub(super) fn decode(input: &[u8], out: &mut Vec<u8>) -> Result<(), HuffmanError> {
+    let table = steps();
+    let mut node = 0usize;
+    for &byte in input {
+        for nibble in [byte >> 4, byte & 0x0f] {
+            let step = table.steps[node * 16 + usize::from(nibble)];
+            match step.symbol {
+                NO_SYMBOL => {}
+                FAIL => return Err(HuffmanError),
+                symbol => out.push(symbol as u8),
+            }
+            node = usize::from(step.next);
+        }
     }
-    if pending_bits > 7 || !pending_ones {
-        return Err(HuffmanError);
+    if table.padding_ok[node] {
+        Ok(())
+    } else {
+        Err(HuffmanError)
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -369,6 +425,15 @@ mod tests {
         out.clear();
         decode(&encode(&all), &mut out).unwrap();
         assert_eq!(out, all);
+        // Each byte alone ends at a different bit offset: its padding must be accepted.
+        for byte in 0..=255u8 {
+            for repeat in 1..4 {
+                let input = vec![byte; repeat];
+                out.clear();
+                decode(&encode(&input), &mut out).unwrap();
+                assert_eq!(out, input);
+            }
+        }
     }
 
     #[test]
