@@ -15,7 +15,8 @@ use tokio::io::AsyncReadExt;
 /// What the test server does with each stream.
 #[derive(Clone, Copy)]
 enum Behaviour {
-    /// Echo the request body back, with the method in `x-method` (`/slow` waits 2 s).
+    /// Echo the request body back, with the method in `x-method` (`/slow` waits 2 s,
+    /// `/sleep/N` N milliseconds).
     Echo,
     Reset(h2::Reason),
     GoAway,
@@ -56,9 +57,13 @@ async fn serve_connection(
             Behaviour::GoAway => connection.abrupt_shutdown(h2::Reason::INTERNAL_ERROR),
             Behaviour::Echo => {
                 tokio::spawn(async move {
-                    if request.uri().path() == "/slow" {
-                        tokio::time::sleep(Duration::from_secs(2)).await;
-                    }
+                    let path = request.uri().path();
+                    let wait = match path.strip_prefix("/sleep/") {
+                        Some(ms) => ms.parse().unwrap_or(0),
+                        None if path == "/slow" => 2000,
+                        None => 0,
+                    };
+                    tokio::time::sleep(Duration::from_millis(wait)).await;
                     let method = request.method().to_string();
                     let mut body = request.into_body();
                     let mut data = Vec::new();
@@ -258,6 +263,37 @@ async fn a_dropped_exchange_cancels_its_stream_and_the_connection_goes_on() {
         .await
         .unwrap();
     assert_eq!(exchange.status, 200);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_stream_still_waiting_takes_over_the_socket_when_the_one_reading_it_leaves() {
+    let addr = serve(Behaviour::Echo).await;
+    let connection = open(addr).await;
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async {
+            let mut patient = connection.clone();
+            let patient = tokio::task::spawn_local(async move {
+                let request = request_to("GET", "/sleep/600", None);
+                patient.exchange(&request, true, None).await
+            });
+            tokio::task::yield_now().await;
+            // This one waits on the socket last (so the socket wakes it), then times out.
+            let mut leaving = connection.clone();
+            let leaving = tokio::task::spawn_local(async move {
+                let request = request_to("GET", "/sleep/5000", None);
+                let exchange = leaving.exchange(&request, true, None);
+                tokio::time::timeout(Duration::from_millis(200), exchange).await
+            });
+            assert!(leaving.await.unwrap().is_err(), "timed out");
+            let exchange = tokio::time::timeout(Duration::from_secs(3), patient)
+                .await
+                .expect("the waiting stream is woken by its response")
+                .unwrap()
+                .unwrap();
+            assert_eq!(exchange.status, 200);
+        })
+        .await;
 }
 
 /// A raw server: after the client's preface (and its first HEADERS frame, unless
