@@ -246,4 +246,55 @@ mod tests {
         drop(second);
         assert_eq!(pool.occupied(), 0);
     }
+
+    /// An HTTP/2 handle on a socket (the handshake only writes the preface: no server needed).
+    async fn h2_connection(listener: &tokio::net::TcpListener) -> AnyConnection {
+        let tcp = barrage_http::connect(&[listener.local_addr().unwrap()])
+            .await
+            .unwrap();
+        let settings = barrage_http::H2Settings::default();
+        let h2 = barrage_http::H2Connection::handshake(tcp.into(), &settings)
+            .await
+            .unwrap();
+        AnyConnection::Http2(h2)
+    }
+
+    fn checkout_now(pool: &SharedPool, preferred: Option<usize>) -> Lease<'_> {
+        match poll_once(pin!(pool.checkout(preferred))) {
+            Poll::Ready(lease) => lease,
+            Poll::Pending => panic!("a ready HTTP/2 slot has room"),
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_preferred_http2_slot_comes_first_and_others_go_in_turn() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let pool = SharedPool::new(3, Some(2));
+        for _ in 0..3 {
+            let mut lease = checkout_now(&pool, None);
+            lease.connection = Some(h2_connection(&listener).await);
+            lease.finish(true);
+        }
+        // Round robin without a preference...
+        let a = checkout_now(&pool, None);
+        let b = checkout_now(&pool, None);
+        assert_ne!(a.slot(), b.slot());
+        // ...the preferred slot while it has room (2 streams), then the next in turn.
+        let preferred = a.slot();
+        let c = checkout_now(&pool, Some(preferred));
+        assert_eq!(c.slot(), preferred);
+        let d = checkout_now(&pool, Some(preferred));
+        assert_ne!(
+            d.slot(),
+            preferred,
+            "the preferred slot is at its stream limit"
+        );
+        // A preference out of range is ignored.
+        let e = checkout_now(&pool, Some(99));
+        assert!(e.slot() < 3);
+        for lease in [a, b, c, d, e] {
+            lease.finish(true);
+        }
+        assert_eq!(pool.occupied(), 3);
+    }
 }
