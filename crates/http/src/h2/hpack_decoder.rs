@@ -25,6 +25,38 @@ pub(super) struct Decoder {
     /// Huffman-decoded name and value of the current field (reused).
     name_buf: Vec<u8>,
     value_buf: Vec<u8>,
+    /// Boxed and taken out while a field is decoded (a pointer move, not 400 bytes).
+    huffman_cache: Option<Box<HuffmanCache>>,
+}
+
+/// The last few Huffman-coded strings and their decoding. Servers that index nothing send
+/// the same coded values in every response (nginx: server, date, content-type...), and a
+/// comparison is cheaper than decoding again.
+#[derive(Default)]
+struct HuffmanCache {
+    entries: [(Vec<u8>, Vec<u8>); 8],
+    next: usize,
+}
+
+impl HuffmanCache {
+    /// Decodes `coded` into `out` (replacing its contents), from the cache when it can.
+    fn decode(&mut self, coded: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
+        out.clear();
+        if let Some((_, decoded)) = self.entries.iter().find(|(c, _)| c == coded) {
+            out.extend_from_slice(decoded);
+            return Ok(());
+        }
+        huffman::decode(coded, out).map_err(|_| DecodeError)?;
+        if coded.len() <= 64 {
+            let (c, d) = &mut self.entries[self.next];
+            c.clear();
+            c.extend_from_slice(coded);
+            d.clear();
+            d.extend_from_slice(out);
+            self.next = (self.next + 1) % self.entries.len();
+        }
+        Ok(())
+    }
 }
 
 impl Default for Decoder {
@@ -35,6 +67,7 @@ impl Default for Decoder {
             max_size: DEFAULT_TABLE_SIZE,
             name_buf: Vec::new(),
             value_buf: Vec::new(),
+            huffman_cache: Some(Box::default()),
         }
     }
 }
@@ -70,7 +103,12 @@ enum Str {
 }
 
 /// Reads a string literal at `*at`; Huffman-coded ones are decoded into `buf`.
-fn read_str(block: &[u8], at: &mut usize, buf: &mut Vec<u8>) -> Result<Str, DecodeError> {
+fn read_str(
+    block: &[u8],
+    at: &mut usize,
+    buf: &mut Vec<u8>,
+    cache: &mut HuffmanCache,
+) -> Result<Str, DecodeError> {
     let huffman = block.get(*at).ok_or(DecodeError)? & 0x80 != 0;
     let len = read_int(block, at, 7)?;
     let end = at.checked_add(len).filter(|&e| e <= block.len());
@@ -78,8 +116,7 @@ fn read_str(block: &[u8], at: &mut usize, buf: &mut Vec<u8>) -> Result<Str, Deco
     let start = *at;
     *at = end;
     if huffman {
-        buf.clear();
-        huffman::decode(&block[start..end], buf).map_err(|_| DecodeError)?;
+        cache.decode(&block[start..end], buf)?;
         Ok(Str::Decoded)
     } else {
         Ok(Str::Raw(start, end))
@@ -168,13 +205,14 @@ impl Decoder {
             let name_index = read_int(block, &mut at, prefix_bits)?;
             let mut name_buf = std::mem::take(&mut self.name_buf);
             let mut value_buf = std::mem::take(&mut self.value_buf);
+            let mut cache = self.huffman_cache.take().unwrap_or_default();
             let result = (|| {
                 let name_str = if name_index == 0 {
-                    Some(read_str(block, &mut at, &mut name_buf)?)
+                    Some(read_str(block, &mut at, &mut name_buf, &mut cache)?)
                 } else {
                     None
                 };
-                let value_str = read_str(block, &mut at, &mut value_buf)?;
+                let value_str = read_str(block, &mut at, &mut value_buf, &mut cache)?;
                 let name: &[u8] = match name_str {
                     None => self.entry(name_index)?.0,
                     Some(Str::Raw(s, e)) => &block[s..e],
@@ -193,6 +231,7 @@ impl Decoder {
             })();
             self.name_buf = name_buf;
             self.value_buf = value_buf;
+            self.huffman_cache = Some(cache);
             result?;
             fields_seen = true;
         }
@@ -246,6 +285,26 @@ mod tests {
         assert_eq!(fields[1].1, b"private");
         assert_eq!(fields[3].1, b"https://www.example.com");
         assert_eq!(decoder.size, 222);
+    }
+
+    #[test]
+    fn repeated_huffman_strings_decode_the_same_from_the_cache() {
+        let host = [
+            0x01, 0x8c, 0xf1, 0xe3, 0xc2, 0xe5, 0xf2, 0x3a, 0x6b, 0xa0, 0xab, 0x90, 0xf4, 0xff,
+        ];
+        let no_cache = [0x01, 0x86, 0xa8, 0xeb, 0x10, 0x64, 0x9c, 0xbf];
+        let mut decoder = Decoder::default();
+        for block in [&host[..], &no_cache, &host, &no_cache, &host] {
+            let expected: &[u8] = if block.len() == host.len() {
+                b"www.example.com"
+            } else {
+                b"no-cache"
+            };
+            let fields = decode_all(&mut decoder, block).unwrap();
+            assert_eq!(fields, [(b":authority".to_vec(), expected.to_vec())]);
+        }
+        // A cached string does not hide a bad one that merely starts the same.
+        assert_eq!(decode_all(&mut decoder, &host[..13]), Err(DecodeError));
     }
 
     #[test]
