@@ -134,6 +134,9 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         let mut done = done_rx;
         let mut ticker = tokio::time::interval(PROGRESS_TICK);
         let mut live_ticker = tokio::time::interval(LIVE_PERIOD);
+        // One listener for the whole run, replaced only after it fires: a fresh `ctrl_c()` per
+        // loop turn would miss a SIGINT delivered while another branch was being handled.
+        let mut interrupt = Box::pin(tokio::signal::ctrl_c());
         loop {
             tokio::select! {
                 _ = &mut done => break,
@@ -145,7 +148,8 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
                     }
                 }
                 _ = live_ticker.tick(), if live.wanted() => live.tick(&control)?,
-                signal = tokio::signal::ctrl_c() => {
+                signal = &mut interrupt => {
+                    interrupt = Box::pin(tokio::signal::ctrl_c());
                     if signal.is_err() {
                         continue;
                     }
