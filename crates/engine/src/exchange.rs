@@ -41,7 +41,9 @@ impl Client {
         let decode = worker.run.connection.decode_responses;
         let mut captured =
             (decode || !request.extraction.is_empty()).then(|| worker.captures.take());
-        let sent = bytes.len() as u64;
+        // What a failed request counts as sent (how much of it left is unknown); a response
+        // brings the exact wire count (HTTP/2 sends HPACK-compressed frames, not these bytes).
+        let prepared = bytes.len() as u64;
         let outcome = tokio::time::timeout(worker.run.timeout, async {
             match &worker.connections.pool {
                 None => {
@@ -100,7 +102,7 @@ impl Client {
                             .saturating_duration_since(exchange.first_byte_at),
                     },
                     status: exchange.status,
-                    bytes_sent: sent,
+                    bytes_sent: exchange.bytes_sent,
                     bytes_received: exchange.bytes_received,
                     body_bytes: exchange.body_bytes,
                     decoded_body_bytes: decoded_size(worker, captured.as_deref(), &exchange),
@@ -136,7 +138,7 @@ impl Client {
             let held = captured.retained_bytes();
             worker.captures.give(captured, held);
         }
-        worker.record_error(request.tag, Instant::now(), kind, sent);
+        worker.record_error(request.tag, Instant::now(), kind, prepared);
         false
     }
 }

@@ -24,7 +24,11 @@ pub struct Exchange {
     pub status: u16,
     /// Whether the connection can carry the next request.
     pub keep_alive: bool,
-    /// Response bytes read from the wire (head and body).
+    /// Request bytes put on the wire (HTTP/1.1: the request as written; HTTP/2: its
+    /// HEADERS, CONTINUATION and DATA frames, frame headers included).
+    pub bytes_sent: u64,
+    /// Response bytes read from the wire (HTTP/1.1: head and body as framed; HTTP/2: the
+    /// stream's frames, frame headers included).
     pub bytes_received: u64,
     /// Body bytes as framed on the wire (before any content decoding).
     pub body_bytes: u64,
@@ -204,6 +208,7 @@ impl Connection {
         Ok(Exchange {
             status: head.status,
             keep_alive,
+            bytes_sent: request.len() as u64,
             bytes_received: received,
             body_bytes,
             written_at,

@@ -51,8 +51,10 @@ pub(super) struct Slot {
     pub id: u32,
     pub phase: Phase,
     pub status: u16,
-    /// The decoded response head's size, as a text head would count it.
-    pub head_bytes: u64,
+    /// The stream's response frames as received (HEADERS, CONTINUATION, DATA), frame
+    /// headers included: the wire size, HPACK-compressed.
+    pub wire_bytes: u64,
+    /// DATA payload bytes, padding excluded: the body as sent (before content decoding).
     pub body_bytes: u64,
     pub first_byte_at: Option<Instant>,
     pub done_at: Option<Instant>,
@@ -81,7 +83,7 @@ impl Slot {
             id: 0,
             phase: Phase::AwaitingHead,
             status: 0,
-            head_bytes: 0,
+            wire_bytes: 0,
             body_bytes: 0,
             first_byte_at: None,
             done_at: None,
@@ -143,6 +145,8 @@ pub(super) struct Conn {
     decoder: Decoder,
     /// A header block being assembled from HEADERS and CONTINUATION frames.
     block: Vec<u8>,
+    /// The frames of that block as received, frame headers included (its wire size).
+    block_wire: u64,
     /// The stream of that block and whether its HEADERS ended the stream.
     continuation: Option<(u32, bool)>,
     got_settings: bool,
@@ -187,6 +191,7 @@ impl Conn {
             encoder: Encoder::default(),
             decoder: Decoder::default(),
             block: Vec::new(),
+            block_wire: 0,
             continuation: None,
             got_settings: false,
             read_at: Instant::now(),
@@ -216,7 +221,7 @@ impl Conn {
         slot.id = id;
         slot.phase = Phase::AwaitingHead;
         slot.status = 0;
-        slot.head_bytes = 0;
+        slot.wire_bytes = 0;
         slot.body_bytes = 0;
         slot.first_byte_at = None;
         slot.done_at = None;
@@ -472,6 +477,7 @@ impl Conn {
                 let fragment = frame::unpad(&header, payload).ok_or(ErrorKind::H2Protocol)?;
                 self.block.clear();
                 self.block.extend_from_slice(fragment);
+                self.block_wire = (HEADER_LEN + header.len) as u64;
                 let end_stream = header.flags & frame::FLAG_END_STREAM != 0;
                 if header.flags & frame::FLAG_END_HEADERS != 0 {
                     self.headers(header.stream, end_stream)
@@ -488,6 +494,7 @@ impl Conn {
                     return Err(ErrorKind::H2Protocol);
                 }
                 self.block.extend_from_slice(&self.read_buf[start..end]);
+                self.block_wire += (HEADER_LEN + header.len) as u64;
                 if header.flags & frame::FLAG_END_HEADERS != 0 {
                     self.continuation = None;
                     self.headers(stream, end_stream)
@@ -595,6 +602,7 @@ impl Conn {
             return Ok(());
         }
         slot.body_bytes += data.len() as u64;
+        slot.wire_bytes += (HEADER_LEN + header.len) as u64;
         if slot.keep_body {
             slot.body.extend_from_slice(data);
         }
@@ -621,10 +629,10 @@ impl Conn {
                 .map_err(|_| ErrorKind::H2Protocol);
         };
         let slot = &mut self.slots[index];
+        slot.wire_bytes += self.block_wire;
         let is_head = slot.phase == Phase::AwaitingHead;
         let mut status = 0u16;
         let mut bad_status = false;
-        let mut head_bytes = 0u64;
         let mut encoded = false;
         let mark_fields = slot.field_bytes.len();
         let mark_spans = slot.fields.len();
@@ -646,8 +654,6 @@ impl Conn {
             if name.first() == Some(&b':') {
                 return;
             }
-            // "name: value\r\n", as a text head would count it.
-            head_bytes += (name.len() + value.len() + 4) as u64;
             if name == b"content-encoding" {
                 let coding = value.trim_ascii();
                 encoded = !coding.is_empty() && !coding.eq_ignore_ascii_case(b"identity");
@@ -689,8 +695,6 @@ impl Conn {
             KeepBody::Always => true,
             KeepBody::IfEncoded => encoded,
         };
-        // ":status: NNN\r\n"
-        slot.head_bytes = 14 + head_bytes;
         slot.first_byte_at = Some(self.read_at);
         slot.phase = Phase::Body;
         if end_stream {

@@ -167,6 +167,7 @@ impl H2Connection {
         };
         let body = &request[started.body_start..];
         let mut sent = 0;
+        let mut body_wire = 0;
         let mut written_at = body.is_empty().then(Instant::now);
         let phase = poll_fn(|cx| {
             let mut conn = self.shared.borrow_mut();
@@ -176,7 +177,7 @@ impl H2Connection {
                 Phase::AwaitingHead | Phase::Body
             );
             if open && sent < body.len() {
-                send_body(conn, started.slot, started.id, body, &mut sent);
+                body_wire += send_body(conn, started.slot, started.id, body, &mut sent);
                 if sent == body.len() {
                     written_at = Some(Instant::now());
                 }
@@ -230,7 +231,8 @@ impl H2Connection {
         let exchange = Exchange {
             status: slot.status,
             keep_alive,
-            bytes_received: slot.head_bytes + slot.body_bytes,
+            bytes_sent: started.wire_bytes + body_wire,
+            bytes_received: slot.wire_bytes,
             body_bytes: slot.body_bytes,
             written_at: written_at.unwrap_or(done_at),
             first_byte_at: slot.first_byte_at.unwrap_or(done_at),
@@ -244,8 +246,10 @@ impl H2Connection {
     }
 }
 
-/// Queues as much of the request body as the flow-control windows allow.
-fn send_body(conn: &mut Conn, slot: usize, id: u32, body: &[u8], sent: &mut usize) {
+/// Queues as much of the request body as the flow-control windows allow; returns the wire
+/// size of the DATA frames queued.
+fn send_body(conn: &mut Conn, slot: usize, id: u32, body: &[u8], sent: &mut usize) -> u64 {
+    let mut wire = 0;
     while *sent < body.len() {
         let window = conn.send_window.min(conn.slots[slot].send_window);
         let n = (body.len() - *sent)
@@ -253,13 +257,15 @@ fn send_body(conn: &mut Conn, slot: usize, id: u32, body: &[u8], sent: &mut usiz
             .min(window.max(0) as usize);
         if n == 0 {
             conn.slots[slot].sending = true;
-            return;
+            return wire;
         }
         let end = *sent + n == body.len();
         frame::write_data(&mut conn.write_buf, id, &body[*sent..*sent + n], end);
         conn.send_window -= n as i64;
         conn.slots[slot].send_window -= n as i64;
         *sent += n;
+        wire += (frame::HEADER_LEN + n) as u64;
     }
     conn.slots[slot].sending = false;
+    wire
 }

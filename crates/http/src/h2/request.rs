@@ -29,6 +29,8 @@ pub(super) struct Started {
     pub id: u32,
     /// Where the body starts in the request bytes.
     pub body_start: usize,
+    /// The head's HEADERS (and CONTINUATION) frames, frame headers included.
+    pub wire_bytes: u64,
 }
 
 /// Parses `request` (an encoded HTTP/1.1 request), opens a stream and queues its HEADERS
@@ -115,5 +117,6 @@ pub(super) fn start_stream(
         slot,
         id,
         body_start: head_len,
+        wire_bytes: (conn.write_buf.len() - at) as u64,
     })
 }
