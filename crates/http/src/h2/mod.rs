@@ -129,8 +129,8 @@ impl H2Connection {
     }
 
     /// Sends `request` (an encoded HTTP/1.1 request) on a new stream and reads the whole
-    /// response. Byte counts: the response head is counted at its decoded size (HPACK makes
-    /// the wire smaller), the body as its DATA payload.
+    /// response. Byte counts are the stream's frames on the wire (see [`Exchange`]); the
+    /// body also as its DATA payload.
     pub async fn exchange(
         &mut self,
         request: &[u8],
