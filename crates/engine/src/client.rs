@@ -65,20 +65,23 @@ impl Client {
     /// slow target is measured, not hidden (no coordinated omission). Later requests count
     /// from their actual start.
     /// The caller counts the session as started when it admits it (see `Worker::session_started`).
+    /// Returns when the iteration ended.
     pub(crate) async fn run_iteration(
         &mut self,
         worker: &Worker,
         session: &CompiledSession,
         intended_start: Instant,
-    ) {
+    ) -> Instant {
         let ending = self.run_program(worker, session, intended_start).await;
+        let ended = Instant::now();
         // From the intended start, like the first request's latency: time queued behind an
         // overloaded worker belongs to the iteration.
-        worker.record_iteration(intended_start.elapsed());
+        worker.record_iteration(ended.saturating_duration_since(intended_start));
         match ending {
             Ending::Completed => worker.session_completed(),
             Ending::Failed => worker.session_failed(),
         }
+        ended
     }
 
     fn eval<'a>(&'a self, worker: &'a Worker) -> Eval<'a> {

@@ -282,8 +282,9 @@ impl Worker {
         }
     }
 
-    pub(crate) fn session_started(&self) {
-        let second = self.second_of(Instant::now());
+    /// A session admitted `at` (its start, or its arrival when scheduled).
+    pub(crate) fn session_started(&self, at: Instant) {
+        let second = self.second_of(at);
         self.metrics.borrow_mut().record_session_start(second);
     }
 

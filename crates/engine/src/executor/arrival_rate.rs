@@ -59,7 +59,7 @@ async fn paced_client(worker: &Worker, next_slot: &Cell<u64>, schedule: &SlotSch
         }
         worker.record_lag(intended);
         let session = worker.run.plan.pick_session(&mut *worker.rng.borrow_mut());
-        worker.session_started();
+        worker.session_started(intended);
         client.run_iteration(worker, session, intended).await;
     }
     worker.client_finished();

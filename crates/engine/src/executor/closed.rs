@@ -21,12 +21,10 @@ pub(crate) async fn drive(worker: Rc<Worker>, vus: u64) {
 async fn virtual_user(worker: &Worker) {
     let mut vu = VirtualUser::default();
     worker.client_started();
-    loop {
-        let now = Instant::now();
-        if !worker.may_start_at(now) || !worker.claim_iteration() {
-            break;
-        }
-        vu.iterate(worker, now).await;
+    // Back to back: the next iteration starts when the last one ended (one clock reading).
+    let mut now = Instant::now();
+    while worker.may_start_at(now) && worker.claim_iteration() {
+        now = vu.iterate(worker, now).await;
     }
     worker.client_finished();
 }

@@ -86,7 +86,7 @@ pub(crate) async fn drive(worker: Rc<Worker>, share: ArrivalShare) {
         worker.client_started();
         // Admitted now: a session queued behind others and cut off by the hard stop before
         // its task ever ran still counts as started (and interrupted), never as lost.
-        worker.session_started();
+        worker.session_started(arrival);
         let client_worker = Rc::clone(&worker);
         tokio::task::spawn_local(async move {
             let session = client_worker

@@ -15,12 +15,12 @@ pub(crate) async fn drive(worker: Rc<Worker>, vus: u64, iterations_per_vu: u64) 
         clients.spawn_local(async move {
             let mut vu = VirtualUser::default();
             worker.client_started();
+            let mut now = Instant::now();
             for _ in 0..iterations_per_vu {
-                let now = Instant::now();
                 if !worker.may_start_at(now) {
                     break;
                 }
-                vu.iterate(&worker, now).await;
+                now = vu.iterate(&worker, now).await;
             }
             worker.client_finished();
         });

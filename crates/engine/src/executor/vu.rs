@@ -27,24 +27,25 @@ impl VirtualUser {
         }
     }
 
-    /// Runs one iteration starting `now` (counted as started here).
-    pub(crate) async fn iterate(&mut self, worker: &Worker, now: Instant) {
+    /// Runs one iteration starting `now` (counted as started here); returns when it ended
+    /// (a VU looping back to back starts its next one then).
+    pub(crate) async fn iterate(&mut self, worker: &Worker, now: Instant) -> Instant {
         let session = worker.run.plan.pick_session(&mut *worker.rng.borrow_mut());
-        worker.session_started();
+        worker.session_started(now);
         self.client.expected_interval = Some(self.expected_interval());
-        let start = now;
-        self.client.run_iteration(worker, session, start).await;
+        let ended = self.client.run_iteration(worker, session, now).await;
         if self.iterations < u32::MAX {
             self.iterations += 1;
-            self.busy += start.elapsed();
+            self.busy += ended.saturating_duration_since(now);
         }
+        ended
     }
 
     /// Runs one iteration scheduled for `due` (an arrival): latency counts from `due`, and no
     /// correction applies since the schedule does not wait for responses.
     pub(crate) async fn iterate_from(&mut self, worker: &Worker, due: Instant) {
         let session = worker.run.plan.pick_session(&mut *worker.rng.borrow_mut());
-        worker.session_started();
+        worker.session_started(due);
         self.client.expected_interval = None;
         self.client.run_iteration(worker, session, due).await;
     }
