@@ -249,10 +249,28 @@ fn extraction(js: &JsVal, a: &Args) -> Result<Vec<Extraction>, ScriptError> {
                         "`{field}`: a JSONPath starts with `$`, got `{text}`"
                     )))
                 }
-                "jsonpath" => Extractor::JsonPath { path: text.into() },
-                "regexp" => Extractor::Regexp {
-                    pattern: text.into(),
-                },
+                "jsonpath" => {
+                    // Checked here, so a typo is the script's error at its line, not the run's.
+                    if let Err(e) = serde_json_path::JsonPath::parse(&text) {
+                        return Err(a.err(format_args!(
+                            "`{field}`: invalid JSONPath `{text}`: {}",
+                            one_line(&e.to_string())
+                        )));
+                    }
+                    Extractor::JsonPath { path: text.into() }
+                }
+                "regexp" => {
+                    // The engine's own regex flavour (bytes), so what passes here compiles there.
+                    if let Err(e) = regex::bytes::Regex::new(&text) {
+                        return Err(a.err(format_args!(
+                            "`{field}`: invalid regular expression `{text}`: {}",
+                            one_line(&e.to_string())
+                        )));
+                    }
+                    Extractor::Regexp {
+                        pattern: text.into(),
+                    }
+                }
                 _ => Extractor::Header { name: text.into() },
             };
             extractions.push(Extraction {
@@ -262,6 +280,17 @@ fn extraction(js: &JsVal, a: &Args) -> Result<Vec<Extraction>, ScriptError> {
         }
     }
     Ok(extractions)
+}
+
+/// A parser's message on one line: the regex crate draws the pattern with a caret over
+/// several lines and names the problem on its last `error:` line.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .rev()
+        .find_map(|line| line.trim().strip_prefix("error: "))
+        .map(str::to_owned)
+        .unwrap_or_else(|| message.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 fn template_values<'v>(template: &'v JsonTemplate, out: &mut Vec<&'v Value>) {

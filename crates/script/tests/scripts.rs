@@ -312,6 +312,14 @@ fn other_misuse_is_reported_where_it_happens() {
             "  session.get('nope');",
             "bad.js:4:11: `session.get`: the path `nope` must start with `/`",
         ),
+        (
+            "  session.get('/', {extraction: {jsonpath: {t: '$$$['}}});",
+            "bad.js:4:11: `session.get`: `extraction.jsonpath.t`: invalid JSONPath `$$$[`: ",
+        ),
+        (
+            "  session.get('/', {extraction: {regexp: {t: 'id=(('}}});",
+            "bad.js:4:11: `session.get`: `extraction.regexp.t`: invalid regular expression `id=((`: unclosed group",
+        ),
     ];
     for (body, expected) in cases {
         let e = error(&in_session(body));
@@ -319,6 +327,7 @@ fn other_misuse_is_reported_where_it_happens() {
             e.starts_with(expected),
             "{body}\n  got: {e}\n  want: {expected}"
         );
+        assert!(!e.trim_end().contains('\n'), "one line: {e}");
     }
 }
 
