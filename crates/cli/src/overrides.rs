@@ -102,6 +102,11 @@ impl Overrides {
                     pool.stages = crate::vu_overrides::cap_rate_stages(pool, limit)
                 }
             }
+            // The limit caps the whole test: sessions still running after the last start
+            // get only the time left before it, then count as interrupted.
+            let last_start = plan.workload.iterations_end().unwrap_or(limit);
+            plan.workload
+                .cap_graceful_stop(limit.saturating_sub(last_start));
         }
         if let Some(seed) = self.seed {
             plan.options.seed = Some(seed);

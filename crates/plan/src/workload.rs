@@ -243,6 +243,20 @@ impl Workload {
         }
     }
 
+    /// Shortens the graceful stop (or grace period) to at most `max`.
+    pub fn cap_graceful_stop(&mut self, max: Duration) {
+        let graceful = match self {
+            Workload::ClosedVus(_) | Workload::ArrivalRate(_) => return,
+            Workload::OpenArrivals(open) => &mut open.grace_period,
+            Workload::ConstantVus(c) => &mut c.graceful_stop,
+            Workload::RampingVus(r) => &mut r.graceful_stop,
+            Workload::SharedIterations(s) => &mut s.graceful_stop,
+            Workload::PerVuIterations(p) => &mut p.graceful_stop,
+            Workload::ArrivalPool(pool) => &mut pool.graceful_stop,
+        };
+        *graceful = (*graceful).min(max);
+    }
+
     /// When new iterations stop being started, from the start of the run.
     pub fn iterations_end(&self) -> Option<Duration> {
         match self {
