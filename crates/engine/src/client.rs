@@ -8,6 +8,8 @@ use crate::session::values::{CValue, Eval};
 use crate::session::CompiledSession;
 use crate::worker::Worker;
 use barrage_http::AnyConnection;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 use std::time::Instant;
 
 /// Instructions a client runs before it yields to its worker's other clients and to the
@@ -16,8 +18,11 @@ use std::time::Instant;
 const YIELD_EVERY: u32 = 1024;
 
 /// One simulated user. Its connection persists across iterations when keep-alive is on.
-#[derive(Default)]
 pub(crate) struct Client {
+    /// Its own random stream (session pick, think times, generated values, row picks),
+    /// seeded from the worker's in the order clients are created: with `--seed`, a client's
+    /// draws do not depend on when other clients' responses happened to arrive.
+    pub(crate) rng: SmallRng,
     /// Its own connection (`per-client` and `new-per-request` models; `shared` clients
     /// lease one from the worker's pool per request).
     pub(crate) connection: Option<AnyConnection>,
@@ -60,6 +65,18 @@ fn loop_count(value: &CValue, cx: Eval<'_>, text: &mut String) -> u64 {
 }
 
 impl Client {
+    /// A new client whose random stream is the next one of `worker`'s.
+    pub(crate) fn new(worker: &Worker) -> Client {
+        Client {
+            rng: SmallRng::seed_from_u64(worker.rng.borrow_mut().gen()),
+            connection: None,
+            state: SessionState::default(),
+            since_yield: 0,
+            expected_interval: None,
+            pool_slot: None,
+        }
+    }
+
     /// Runs one iteration of `session`. `intended_start` is when the schedule wanted it to
     /// begin: the first request's latency counts from there, so time spent queued behind a
     /// slow target is measured, not hidden (no coordinated omission). Later requests count
@@ -119,7 +136,7 @@ impl Client {
                 }
                 Instr::Wait(wait) => {
                     intended = None;
-                    let pause = wait.sample(&mut *worker.rng.borrow_mut());
+                    let pause = wait.sample(&mut self.rng);
                     if !pause.is_zero() {
                         tokio::time::sleep(pause).await;
                     }
@@ -133,7 +150,7 @@ impl Client {
                     }
                 }
                 Instr::Bind(index) => session.binds[index as usize].apply(
-                    &mut *worker.rng.borrow_mut(),
+                    &mut self.rng,
                     &worker.rows,
                     &worker.run.plan.data,
                     &mut self.state,

@@ -251,7 +251,7 @@ fn extraction(js: &JsVal, a: &Args) -> Result<Vec<Extraction>, ScriptError> {
                 }
                 "jsonpath" => {
                     // Checked here, so a typo is the script's error at its line, not the run's.
-                    if let Err(e) = serde_json_path::JsonPath::parse(&text) {
+                    if let Err(e) = serde_json_path::JsonPath::parse(text) {
                         return Err(a.err(format_args!(
                             "`{field}`: invalid JSONPath `{text}`: {}",
                             one_line(&e.to_string())
@@ -261,7 +261,7 @@ fn extraction(js: &JsVal, a: &Args) -> Result<Vec<Extraction>, ScriptError> {
                 }
                 "regexp" => {
                     // The engine's own regex flavour (bytes), so what passes here compiles there.
-                    if let Err(e) = regex::bytes::Regex::new(&text) {
+                    if let Err(e) = regex::bytes::Regex::new(text) {
                         return Err(a.err(format_args!(
                             "`{field}`: invalid regular expression `{text}`: {}",
                             one_line(&e.to_string())

@@ -55,7 +55,7 @@ pub(crate) fn iteration_offset(pool: &ArrivalPool, k: u64) -> Option<Duration> {
 pub(crate) async fn drive(worker: Rc<Worker>, share: PoolShare) {
     let idle: Rc<RefCell<Vec<VirtualUser>>> = Rc::new(RefCell::new(
         (0..share.pre_allocated)
-            .map(|_| VirtualUser::default())
+            .map(|_| VirtualUser::new(&worker))
             .collect(),
     ));
     let allocated = Rc::new(Cell::new(share.pre_allocated));
@@ -78,7 +78,7 @@ pub(crate) async fn drive(worker: Rc<Worker>, share: PoolShare) {
             None if allocated.get() < share.max_vus => {
                 allocated.set(allocated.get() + 1);
                 worker.set_vus_max(allocated.get());
-                VirtualUser::default()
+                VirtualUser::new(&worker)
             }
             None => {
                 worker.session_dropped();

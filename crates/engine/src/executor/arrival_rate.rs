@@ -39,7 +39,7 @@ pub(crate) async fn drive(worker: Rc<Worker>, vus: u64, schedule: SlotSchedule) 
 }
 
 async fn paced_client(worker: &Worker, next_slot: &Cell<u64>, schedule: &SlotSchedule) {
-    let mut client = Client::default();
+    let mut client = Client::new(worker);
     worker.client_started();
     loop {
         let slot = next_slot.get();
@@ -58,7 +58,7 @@ async fn paced_client(worker: &Worker, next_slot: &Cell<u64>, schedule: &SlotSch
             }
         }
         worker.record_lag(intended);
-        let session = worker.run.plan.pick_session(&mut *worker.rng.borrow_mut());
+        let session = worker.run.plan.pick_session(&mut client.rng);
         worker.session_started(intended);
         client.run_iteration(worker, session, intended).await;
     }

@@ -19,7 +19,7 @@ pub(crate) async fn drive(worker: Rc<Worker>, vus: u64) {
 }
 
 async fn virtual_user(worker: &Worker) {
-    let mut vu = VirtualUser::default();
+    let mut vu = VirtualUser::new(worker);
     worker.client_started();
     // Back to back: the next iteration starts when the last one ended (one clock reading).
     let mut now = Instant::now();

@@ -87,16 +87,13 @@ pub(crate) async fn drive(worker: Rc<Worker>, share: ArrivalShare) {
         // Admitted now: a session queued behind others and cut off by the hard stop before
         // its task ever ran still counts as started (and interrupted), never as lost.
         worker.session_started(arrival);
+        // A fresh client: its connection lives as long as its session, like a device. Made
+        // here, in arrival order, so arrival k always gets the same random stream.
+        let mut client = Client::new(&worker);
         let client_worker = Rc::clone(&worker);
         tokio::task::spawn_local(async move {
-            let session = client_worker
-                .run
-                .plan
-                .pick_session(&mut *client_worker.rng.borrow_mut());
-            // A fresh client: its connection lives as long as its session, like a device.
-            Client::default()
-                .run_iteration(&client_worker, session, arrival)
-                .await;
+            let session = client_worker.run.plan.pick_session(&mut client.rng);
+            client.run_iteration(&client_worker, session, arrival).await;
             client_worker.client_finished();
         });
     }

@@ -13,7 +13,7 @@ pub(crate) async fn drive(worker: Rc<Worker>, vus: u64, iterations_per_vu: u64) 
     for _ in 0..vus {
         let worker = Rc::clone(&worker);
         clients.spawn_local(async move {
-            let mut vu = VirtualUser::default();
+            let mut vu = VirtualUser::new(&worker);
             worker.client_started();
             let mut now = Instant::now();
             for _ in 0..iterations_per_vu {

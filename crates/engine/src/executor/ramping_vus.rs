@@ -84,7 +84,7 @@ async fn virtual_user(
     index: u64,
     graceful_ramp_down: Duration,
 ) {
-    let mut vu = VirtualUser::default();
+    let mut vu = VirtualUser::new(worker);
     loop {
         wait_until(&control.changed, || {
             control.ended.get() || control.target.get() > index

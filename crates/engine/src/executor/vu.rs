@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 /// A virtual user: runs iterations back to back on one client.
-#[derive(Default)]
 pub(crate) struct VirtualUser {
     pub(crate) client: Client,
     iterations: u32,
@@ -16,6 +15,14 @@ pub(crate) struct VirtualUser {
 }
 
 impl VirtualUser {
+    pub(crate) fn new(worker: &Worker) -> Self {
+        Self {
+            client: Client::new(worker),
+            iterations: 0,
+            busy: Duration::ZERO,
+        }
+    }
+
     /// The VU's pacing: its mean iteration time so far (zero before its first iteration).
     /// In a closed loop a stalled response delays every request the VU would have sent
     /// meanwhile; this interval is what the correction assumes it would have kept.
@@ -30,7 +37,7 @@ impl VirtualUser {
     /// Runs one iteration starting `now` (counted as started here); returns when it ended
     /// (a VU looping back to back starts its next one then).
     pub(crate) async fn iterate(&mut self, worker: &Worker, now: Instant) -> Instant {
-        let session = worker.run.plan.pick_session(&mut *worker.rng.borrow_mut());
+        let session = worker.run.plan.pick_session(&mut self.client.rng);
         worker.session_started(now);
         self.client.expected_interval = Some(self.expected_interval());
         let ended = self.client.run_iteration(worker, session, now).await;
@@ -44,7 +51,7 @@ impl VirtualUser {
     /// Runs one iteration scheduled for `due` (an arrival): latency counts from `due`, and no
     /// correction applies since the schedule does not wait for responses.
     pub(crate) async fn iterate_from(&mut self, worker: &Worker, due: Instant) {
-        let session = worker.run.plan.pick_session(&mut *worker.rng.borrow_mut());
+        let session = worker.run.plan.pick_session(&mut self.client.rng);
         worker.session_started(due);
         self.client.expected_interval = None;
         self.client.run_iteration(worker, session, due).await;
