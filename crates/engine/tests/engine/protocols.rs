@@ -367,3 +367,33 @@ fn connections_spread_over_every_source_address_and_no_other() {
         assert!(max - min <= 2, "{model:?}: {used:?}");
     }
 }
+
+#[test]
+fn a_shared_http2_connection_carries_at_most_max_streams_at_once() {
+    // (maxConcurrentStreams, VUs) → the most streams the server saw open at once.
+    for (max_streams, vus) in [(Some(2), 20), (Some(5), 20), (None, 20)] {
+        let (addr, counts) = h2_streams_server(std::time::Duration::from_millis(20));
+        let steps = vec![Step::Request(get("/", 0))];
+        let mut plan = scenario_plan(addr, &["t"], steps, closed(vus, 60));
+        plan.options.threads = Some(1);
+        plan.options.http = HttpVersion::Http2;
+        plan.options.connections.model = ConnectionModel::Shared;
+        plan.options.connections.pool_size = 1;
+        plan.options.http2.max_concurrent_streams = max_streams;
+        let metrics = run(&plan, &RunControl::default()).unwrap().metrics;
+        let name = format!("max streams {max_streams:?}");
+        assert_eq!(metrics.tags[0].status.get(200), 60, "{name}");
+        assert_eq!(metrics.connections_opened, 1, "{name}");
+        assert_eq!(metrics.connections_h2, 1, "{name}");
+        use std::sync::atomic::Ordering::SeqCst;
+        assert_eq!(counts.connections.load(SeqCst), 1, "{name}");
+        let peak = counts.peak.load(SeqCst);
+        match max_streams {
+            // 20 clients wait on the one connection: it runs exactly as many as allowed.
+            Some(max) => assert_eq!(peak, max as usize, "{name}"),
+            // Unlimited: the same test sees the clients' requests at once (so a broken cap
+            // would show above).
+            None => assert!(peak > 5, "{name}: peak {peak}"),
+        }
+    }
+}

@@ -1,5 +1,5 @@
 //! Helpers of the engine integration tests: building scenario plans, reading check counts,
-//! and recording HTTP servers.
+//! recording HTTP servers and an HTTP/2 server that measures its concurrent streams.
 
 use barrage_metrics::RunMetrics;
 use barrage_plan::*;
@@ -153,4 +153,55 @@ pub fn scratch_pem(pem: &str) -> String {
     let path = std::env::temp_dir().join(format!("barrage-engine-{}-{n}.pem", std::process::id()));
     std::fs::write(&path, pem).unwrap();
     path.to_string_lossy().into_owned()
+}
+
+/// What [`h2_streams_server`] saw: connections accepted, and the most streams open at once.
+#[derive(Default)]
+pub struct StreamCounts {
+    pub connections: std::sync::atomic::AtomicUsize,
+    open: std::sync::atomic::AtomicUsize,
+    pub peak: std::sync::atomic::AtomicUsize,
+}
+
+/// A cleartext HTTP/2 server (the `h2` crate's, advertising no stream limit) that holds every
+/// stream for `hold`, then answers an empty 200, counting the streams open at once. A stream
+/// counts from its request's arrival until just before its response is sent, so the count
+/// never exceeds the client's own.
+pub fn h2_streams_server(hold: Duration) -> (SocketAddr, Arc<StreamCounts>) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let counts = Arc::new(StreamCounts::default());
+    let seen = counts.clone();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            while let Ok((tcp, _)) = listener.accept().await {
+                seen.connections.fetch_add(1, SeqCst);
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let Ok(mut connection) = h2::server::handshake(tcp).await else {
+                        return;
+                    };
+                    while let Some(Ok((_request, mut respond))) = connection.accept().await {
+                        let open = seen.open.fetch_add(1, SeqCst) + 1;
+                        seen.peak.fetch_max(open, SeqCst);
+                        let seen = seen.clone();
+                        tokio::spawn(async move {
+                            tokio::time::sleep(hold).await;
+                            seen.open.fetch_sub(1, SeqCst);
+                            let response = http::Response::builder().status(200).body(()).unwrap();
+                            let _ = respond.send_response(response, true);
+                        });
+                    }
+                });
+            }
+        });
+    });
+    (addr, counts)
 }
