@@ -130,13 +130,128 @@ impl WorkerConnections {
         host: &str,
         port: u16,
     ) -> Result<Arc<Vec<SocketAddr>>, ErrorKind> {
+        self.cached_or_resolve(ttl, Instant::now, || barrage_http::resolve(host, port))
+            .await
+    }
+
+    /// The cached addresses while younger than `ttl` by `now`, else `resolve`'s answer
+    /// (cached from when it arrived; a failure is not cached). The clock and the resolver are
+    /// parameters so tests can count resolutions.
+    async fn cached_or_resolve<F, R>(
+        &self,
+        ttl: Duration,
+        now: impl Fn() -> Instant,
+        resolve: R,
+    ) -> Result<Arc<Vec<SocketAddr>>, ErrorKind>
+    where
+        R: FnOnce() -> F,
+        F: std::future::Future<Output = Result<Vec<SocketAddr>, ErrorKind>>,
+    {
         if let Some((at, addrs)) = &*self.resolved.borrow() {
-            if at.elapsed() < ttl {
+            if now().saturating_duration_since(*at) < ttl {
                 return Ok(Arc::clone(addrs));
             }
         }
-        let addrs = Arc::new(barrage_http::resolve(host, port).await?);
-        *self.resolved.borrow_mut() = Some((Instant::now(), Arc::clone(&addrs)));
+        let addrs = Arc::new(resolve().await?);
+        *self.resolved.borrow_mut() = Some((now(), Arc::clone(&addrs)));
         Ok(addrs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker's connection state with a fake clock and a resolver that counts its calls
+    /// and answers `127.0.0.1:N` for its N-th call (or fails when `fail_first` is set).
+    struct Fixture {
+        connections: WorkerConnections,
+        clock: Cell<Instant>,
+        resolutions: Cell<u16>,
+        fail_first: bool,
+    }
+
+    impl Fixture {
+        fn new(fail_first: bool) -> Self {
+            Self {
+                connections: WorkerConnections {
+                    pool: None,
+                    next_local: Cell::new(0),
+                    resolved: RefCell::new(None),
+                },
+                clock: Cell::new(Instant::now()),
+                resolutions: Cell::new(0),
+                fail_first,
+            }
+        }
+
+        fn advance(&self, by: Duration) {
+            self.clock.set(self.clock.get() + by);
+        }
+
+        /// The addresses one new connection would go to.
+        async fn connect(&self, ttl: Duration) -> Result<Arc<Vec<SocketAddr>>, ErrorKind> {
+            self.connections
+                .cached_or_resolve(
+                    ttl,
+                    || self.clock.get(),
+                    || async {
+                        let n = self.resolutions.get() + 1;
+                        self.resolutions.set(n);
+                        if self.fail_first && n == 1 {
+                            return Err(ErrorKind::Dns);
+                        }
+                        Ok(vec![SocketAddr::from(([127, 0, 0, 1], n))])
+                    },
+                )
+                .await
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn connections_within_the_ttl_share_one_resolution() {
+        let f = Fixture::new(false);
+        let first = f.connect(Duration::from_secs(60)).await.unwrap();
+        for _ in 0..1000 {
+            f.advance(Duration::from_millis(50));
+            let addrs = f.connect(Duration::from_secs(60)).await.unwrap();
+            assert!(Arc::ptr_eq(&addrs, &first));
+        }
+        // 1000 connections over 50 s: one resolution.
+        assert_eq!(f.resolutions.get(), 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_expired_ttl_resolves_again_and_uses_the_new_answer() {
+        let f = Fixture::new(false);
+        let ttl = Duration::from_millis(10);
+        let port = |addrs: Arc<Vec<SocketAddr>>| addrs[0].port();
+        assert_eq!(port(f.connect(ttl).await.unwrap()), 1);
+        f.advance(Duration::from_millis(9));
+        assert_eq!(port(f.connect(ttl).await.unwrap()), 1, "9 ms old: cached");
+        f.advance(Duration::from_millis(1));
+        assert_eq!(port(f.connect(ttl).await.unwrap()), 2, "10 ms old: expired");
+        f.advance(Duration::from_millis(5));
+        assert_eq!(port(f.connect(ttl).await.unwrap()), 2);
+        assert_eq!(f.resolutions.get(), 2);
+
+        // A tiny TTL: every connection opened after it passed resolves.
+        let tiny = Duration::from_nanos(1);
+        for _ in 0..20 {
+            f.advance(Duration::from_micros(1));
+            f.connect(tiny).await.unwrap();
+        }
+        assert_eq!(f.resolutions.get(), 22);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_failed_resolution_is_not_cached() {
+        let f = Fixture::new(true);
+        let ttl = Duration::from_secs(60);
+        assert_eq!(f.connect(ttl).await, Err(ErrorKind::Dns));
+        // The next connection asks again (within the TTL) and gets an answer.
+        assert_eq!(f.connect(ttl).await.unwrap()[0].port(), 2);
+        assert_eq!(f.connect(ttl).await.unwrap()[0].port(), 2);
+        assert_eq!(f.resolutions.get(), 2);
     }
 }

@@ -130,7 +130,11 @@ pub(crate) async fn finish(reply: Reply, params: &Params, gzip_ok: bool) -> Resp
     if let Some(code) = params.status {
         status = code;
     }
-    if let Some(size) = params.size {
+    // 204 and 304 carry no content: hyper drops a body over HTTP/1.1, but would send it as
+    // DATA frames over HTTP/2 (a malformed response).
+    if status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED {
+        body = Bytes::new();
+    } else if let Some(size) = params.size {
         if body.len() < size {
             body = pad(&body, size);
             gzipped = None;

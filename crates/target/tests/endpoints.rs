@@ -1,16 +1,20 @@
-//! End-to-end tests of every endpoint and query parameter, over real HTTP against `spawn`ed servers.
+//! End-to-end tests of every endpoint and query parameter, over real HTTP against `spawn`ed servers
+//! (then every endpoint again over HTTP/1.1 and h2 over TLS, and h2c).
 
 #[path = "support/client.rs"]
 mod client;
+#[path = "support/transports.rs"]
+mod transports;
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use barrage_target::{spawn, RunningTarget, TargetConfig, TargetError};
+use barrage_target::{spawn, Protocols, RunningTarget, SelfSigned, TargetConfig, TargetError};
 use client::{connect, gunzip, receive, request, send, Resp};
 use serde_json::Value;
+use transports::{Client, Transport};
 
 fn config() -> TargetConfig {
     TargetConfig {
@@ -453,4 +457,246 @@ fn lifecycle_bind_errors_shutdown_and_drop() {
         .unwrap();
     runtime.block_on(async move { drop(server) });
     assert!(start.elapsed() < Duration::from_secs(1));
+}
+
+// ---- every endpoint over every transport ----
+
+/// Runs every endpoint (and the query parameters every endpoint takes) over `transport`
+/// against a server of its own speaking every version (cleartext, or TLS offering h2 and
+/// http/1.1 by ALPN), within 30 s.
+fn every_endpoint_over(transport: Transport) {
+    let cert = SelfSigned::generate().unwrap();
+    let ca = cert.cert_pem.clone();
+    let server = spawn(TargetConfig {
+        tls: transport.tls().then_some(cert),
+        protocols: Protocols::Any,
+        ..config()
+    })
+    .unwrap();
+    let addr = server.addr();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let checks = async move {
+        let t = transport;
+        let connect = || Client::connect(addr, t, Some(&ca));
+        // One connection for everything but `close=1`: keep-alive (HTTP/1.1) and streams one
+        // after the other (HTTP/2) on it.
+        let mut client = connect().await.unwrap();
+        for path in ["/", "/health"] {
+            let (r, _) = timed(&mut client, "GET", path, &[], b"").await;
+            assert_eq!(r.status, 200, "{t:?} {path}");
+            assert_eq!(r.header("content-type"), Some("application/json"));
+            assert_eq!(r.json(), health_json(), "{t:?} {path}");
+        }
+
+        // Tokens: issued, accepted, refused; a channel is required.
+        let (r, _) = timed(
+            &mut client,
+            "POST",
+            "/random/get_token?channel=c%201",
+            &[],
+            b"",
+        )
+        .await;
+        assert_eq!(r.status, 200, "{t:?}");
+        let json = r.json();
+        assert_eq!(json["channel"], "c 1", "{t:?}");
+        let token = json["token"].as_str().unwrap().to_owned();
+        assert_eq!(token.len(), 32, "{t:?}");
+        let (r, _) = timed(
+            &mut client,
+            "GET",
+            &format!("/ping?token={token}"),
+            &[],
+            b"",
+        )
+        .await;
+        assert_eq!(
+            (r.status, r.json()),
+            (200, serde_json::json!({"ok": true})),
+            "{t:?}"
+        );
+        let (r, _) = timed(&mut client, "GET", "/ping?token=nope", &[], b"").await;
+        assert_eq!(
+            (r.status, r.json()),
+            (401, serde_json::json!({"ok": false})),
+            "{t:?}"
+        );
+        let (r, _) = timed(&mut client, "POST", "/random/get_token", &[], b"").await;
+        assert_eq!(
+            (r.status, r.json()["parameter"].clone()),
+            (400, "channel".into()),
+            "{t:?}"
+        );
+
+        let (r, took) = timed(&mut client, "GET", "/delay/100", &[], b"").await;
+        assert_eq!(
+            (r.status, r.json()["delay_ms"].clone()),
+            (200, 100.into()),
+            "{t:?}"
+        );
+        assert!(took >= Duration::from_millis(100), "{t:?}: {took:?}");
+
+        let (r, _) = timed(&mut client, "GET", "/status/418", &[], b"").await;
+        assert_eq!(
+            (r.status, r.json()["status"].clone()),
+            (418, 418.into()),
+            "{t:?}"
+        );
+        let (r, _) = timed(&mut client, "GET", "/status/204", &[], b"").await;
+        assert_eq!((r.status, r.body.len()), (204, 0), "{t:?}");
+        // No content, whatever asked for (over HTTP/2 a body would be DATA frames).
+        let (r, _) = timed(
+            &mut client,
+            "GET",
+            "/health?status=304&size=100",
+            &[("accept-encoding", "gzip")],
+            b"",
+        )
+        .await;
+        assert_eq!((r.status, r.body.len()), (304, 0), "{t:?}");
+
+        // Larger than HTTP/2's default 64 KiB windows.
+        let (r, _) = timed(&mut client, "GET", "/bytes/300000", &[], b"").await;
+        assert_eq!(r.status, 200, "{t:?}");
+        assert_eq!(r.header("content-type"), Some("application/octet-stream"));
+        assert_eq!(r.body.len(), 300_000, "{t:?}");
+        let pattern = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        assert!(
+            r.body
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == pattern[i % 64]),
+            "{t:?}"
+        );
+
+        let (r, _) = timed(
+            &mut client,
+            "POST",
+            "/echo/sub?a=1&b=x%20y",
+            &[("x-test", "hello"), ("content-type", "text/plain")],
+            "héllo body".as_bytes(),
+        )
+        .await;
+        assert_eq!(r.status, 200, "{t:?}");
+        let json = r.json();
+        assert_eq!(json["method"], "POST", "{t:?}");
+        assert_eq!(json["path"], "/echo/sub", "{t:?}");
+        assert_eq!(json["version"], t.echo_version(), "{t:?}");
+        assert_eq!(
+            json["query"],
+            serde_json::json!({"a": "1", "b": "x y"}),
+            "{t:?}"
+        );
+        assert_eq!(json["headers"]["x-test"], "hello", "{t:?}");
+        assert_eq!(json["body"], "héllo body", "{t:?}");
+
+        // A gzip-coded request body is decoded; a response is gzipped when accepted.
+        let gzipped = {
+            use std::io::Write;
+            let mut encoder =
+                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            encoder.write_all(b"zipped body").unwrap();
+            encoder.finish().unwrap()
+        };
+        let (r, _) = timed(
+            &mut client,
+            "PUT",
+            "/echo?size=5000",
+            &[("content-encoding", "gzip"), ("accept-encoding", "gzip")],
+            &gzipped,
+        )
+        .await;
+        assert_eq!(r.status, 200, "{t:?}");
+        assert_eq!(r.header("content-encoding"), Some("gzip"), "{t:?}");
+        assert!(r.body.len() < 5000, "{t:?}");
+        let plain = gunzip(&r.body);
+        assert_eq!(plain.len(), 5000, "{t:?}");
+        let json: Value = serde_json::from_slice(&plain).unwrap();
+        assert_eq!(json["method"], "PUT", "{t:?}");
+        assert_eq!(json["body"], "zipped body", "{t:?}");
+        assert_eq!(json["decoded_from"], "gzip", "{t:?}");
+
+        let (r, _) = timed(&mut client, "GET", "/no/such?x=1", &[], b"").await;
+        assert_eq!(
+            (r.status, r.json()["path"].clone()),
+            (404, "/no/such".into()),
+            "{t:?}"
+        );
+
+        // The parameters every endpoint takes.
+        let (r, _) = timed(&mut client, "GET", "/health?status=503", &[], b"").await;
+        assert_eq!((r.status, r.json()), (503, health_json()), "{t:?}");
+        let (r, _) = timed(&mut client, "GET", "/bytes/10?size=20", &[], b"").await;
+        assert_eq!(&r.body[..], b"ABCDEFGHIJ          ", "{t:?}");
+        let (r, _) = timed(&mut client, "GET", "/ping?fail=1", &[], b"").await;
+        assert_eq!(r.status, 500, "{t:?}");
+        let (r, took) = timed(&mut client, "GET", "/health?delay=80", &[], b"").await;
+        assert_eq!(r.status, 200, "{t:?}");
+        assert!(took >= Duration::from_millis(80), "{t:?}: {took:?}");
+        let (r, took) = timed(
+            &mut client,
+            "GET",
+            "/health?stall=80&stall_every=1",
+            &[],
+            b"",
+        )
+        .await;
+        assert_eq!(r.status, 200, "{t:?}");
+        assert!(took >= Duration::from_millis(80), "{t:?}: {took:?}");
+        let (r, _) = timed(&mut client, "GET", "/echo?delay=abc", &[], b"").await;
+        assert_eq!(
+            (r.status, r.json()["parameter"].clone()),
+            (400, "delay".into()),
+            "{t:?}"
+        );
+
+        // `close=1`: no answer (HTTP/1.1: the connection drops; HTTP/2: the stream is reset).
+        let mut doomed = connect().await.unwrap();
+        let dropped = doomed.send("GET", "/health?close=1", &[], b"").await;
+        assert!(dropped.is_err(), "{t:?}: {dropped:?}");
+        // The first connection is unaffected.
+        let (r, _) = timed(&mut client, "GET", "/health", &[], b"").await;
+        assert_eq!(r.status, 200, "{t:?}");
+    };
+    runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(30), checks).await })
+        .expect("every endpoint answers within 30 s");
+    server.shutdown();
+}
+
+/// Sends one request on `client` and times it; panics when it got no answer.
+async fn timed(
+    client: &mut Client,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (Resp, Duration) {
+    let started = Instant::now();
+    let r = client.send(method, target, headers, body).await;
+    let r = r.unwrap_or_else(|e| panic!("{:?} {method} {target}: {e}", client.transport()));
+    (r, started.elapsed())
+}
+
+#[test]
+fn every_endpoint_over_http1() {
+    every_endpoint_over(Transport::Http1);
+}
+
+#[test]
+fn every_endpoint_over_http1_tls() {
+    every_endpoint_over(Transport::Http1Tls);
+}
+
+#[test]
+fn every_endpoint_over_h2_tls() {
+    every_endpoint_over(Transport::H2Tls);
+}
+
+#[test]
+fn every_endpoint_over_h2c() {
+    every_endpoint_over(Transport::H2c);
 }

@@ -329,3 +329,71 @@ fn small_http2_windows_still_carry_large_bodies() {
     assert_eq!(metrics.connections_h2, 2);
     target.shutdown();
 }
+
+#[test]
+fn connections_spread_over_every_source_address_and_no_other() {
+    use std::collections::BTreeMap;
+    use std::net::IpAddr;
+    let (addr, peers) = peer_recording_server();
+    let sources = parse_addr_range("127.0.0.1-127.0.0.4").unwrap();
+    // (model, VUs, iterations of two requests, connections expected)
+    let cases = [
+        (ConnectionModel::NewPerRequest, 8, 40, 80),
+        (ConnectionModel::PerClient, 8, 40, 8),
+    ];
+    for (model, vus, iterations, opened) in cases {
+        peers.lock().unwrap().clear();
+        let steps = vec![Step::Request(get("/a", 0)), Step::Request(get("/b", 0))];
+        let mut plan = scenario_plan(addr, &["t"], steps, closed(vus, iterations));
+        plan.options.connections.model = model;
+        plan.options.connections.local_addrs = sources.clone();
+        let metrics = run(&plan, &RunControl::default()).unwrap().metrics;
+        assert_eq!(metrics.tags[0].status.get(200), 2 * iterations, "{model:?}");
+        assert_eq!(metrics.connections_opened, opened, "{model:?}");
+        // Every connection was accepted (and recorded) before its first answer was sent.
+        let peers = peers.lock().unwrap();
+        let mut used: BTreeMap<IpAddr, u64> = BTreeMap::new();
+        for ip in peers.iter() {
+            *used.entry(*ip).or_default() += 1;
+        }
+        assert_eq!(used.values().sum::<u64>(), opened, "{model:?}: {used:?}");
+        assert_eq!(
+            used.keys().copied().collect::<Vec<_>>(),
+            sources,
+            "{model:?}: every source address used, and no other"
+        );
+        // In turn, per worker (two workers): evenly spread.
+        let (min, max) = (used.values().min().unwrap(), used.values().max().unwrap());
+        assert!(max - min <= 2, "{model:?}: {used:?}");
+    }
+}
+
+#[test]
+fn a_shared_http2_connection_carries_at_most_max_streams_at_once() {
+    // (maxConcurrentStreams, VUs) → the most streams the server saw open at once.
+    for (max_streams, vus) in [(Some(2), 20), (Some(5), 20), (None, 20)] {
+        let (addr, counts) = h2_streams_server(std::time::Duration::from_millis(20));
+        let steps = vec![Step::Request(get("/", 0))];
+        let mut plan = scenario_plan(addr, &["t"], steps, closed(vus, 60));
+        plan.options.threads = Some(1);
+        plan.options.http = HttpVersion::Http2;
+        plan.options.connections.model = ConnectionModel::Shared;
+        plan.options.connections.pool_size = 1;
+        plan.options.http2.max_concurrent_streams = max_streams;
+        let metrics = run(&plan, &RunControl::default()).unwrap().metrics;
+        let name = format!("max streams {max_streams:?}");
+        assert_eq!(metrics.tags[0].status.get(200), 60, "{name}");
+        assert_eq!(metrics.connections_opened, 1, "{name}");
+        assert_eq!(metrics.connections_h2, 1, "{name}");
+        use std::sync::atomic::Ordering::SeqCst;
+        assert_eq!(counts.connections.load(SeqCst), 1, "{name}");
+        let peak = counts.peak.load(SeqCst);
+        match max_streams {
+            // 20 clients wait on the one connection: it runs exactly as many as allowed.
+            Some(max) => assert_eq!(peak, max as usize, "{name}"),
+            // Unlimited: the same test sees the clients' requests at once (so a broken cap
+            // would show above).
+            None => assert!(peak > 5, "{name}: peak {peak}"),
+        }
+    }
+}
