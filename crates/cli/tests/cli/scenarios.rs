@@ -250,3 +250,100 @@ definition.session("b", 2, body("b"));
     assert!(first.1 > 0 && first.2 > 0, "{first:?}");
     assert_eq!(counts("11"), first, "(sessions, a requests, b requests)");
 }
+
+/// A one-request script aimed at `target_url`, with a request timeout of `timeout` seconds.
+fn one_request_script(name: &str, target_url: &str, path: &str, timeout: f64) -> PathBuf {
+    scratch_file(
+        name,
+        format!(
+            r#"definition.setTarget("{target_url}");
+definition.setArrivalPhases([{{ duration: 1, rate: 20 }}]);
+definition.setTestOptions({{ timeout: {timeout}, gracePeriod: 5 }});
+definition.session("one", function (session) {{
+  session.get("{path}", {{ tag: "one" }});
+}});
+"#
+        )
+        .as_bytes(),
+    )
+}
+
+#[test]
+fn target_override_sends_the_load_to_the_given_url() {
+    let target = Target::start();
+    // The script names a port nothing listens on; --target points at the real target.
+    let script = one_request_script("elsewhere.js", "http://127.0.0.1:9", "/health", 5.0);
+    let json = scratch_file("elsewhere.json", b"");
+    let url = format!("http://{}", target.addr);
+    let out = barrage(
+        &[
+            "run",
+            script.to_str().unwrap(),
+            "--target",
+            &url,
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    out.expect_success();
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let one = tag(&s, "one");
+    assert!(u(one, "responses") > 0, "{s:#}");
+    assert_eq!(u(one, "errors"), 0, "{s:#}");
+    assert_eq!(
+        s["target"],
+        url.as_str(),
+        "the summary names the target used"
+    );
+}
+
+#[test]
+fn requests_past_the_timeout_are_counted_and_the_run_completes() {
+    let target = Target::start();
+    let script = scratch_file(
+        "slow.js",
+        format!(
+            r#"definition.setTarget("http://{addr}");
+definition.setArrivalPhases([{{ duration: 1, rate: 20 }}]);
+definition.setTestOptions({{ timeout: 0.2, gracePeriod: 5 }});
+definition.session("s", function (session) {{
+  session.get("/health", {{ tag: "fast" }});
+  session.get("/health?delay=2000", {{ tag: "slow" }});
+}});
+"#,
+            addr = target.addr
+        )
+        .as_bytes(),
+    );
+    let json = scratch_file("slow.json", b"");
+    let started = std::time::Instant::now();
+    let out = barrage(
+        &[
+            "run",
+            script.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    out.expect_success();
+    // 1 s of arrivals, each slow request given up after 0.2 s (not the target's 2 s).
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (fast, slow) = (tag(&s, "fast"), tag(&s, "slow"));
+    let requests = u(slow, "requests");
+    assert!(requests > 0, "{s:#}");
+    assert_eq!(
+        u(slow, "errors"),
+        requests,
+        "every slow request timed out: {s:#}"
+    );
+    assert_eq!(u(fast, "errors"), 0, "{s:#}");
+    assert_eq!(u(&s["errors_by_kind"], "timeout"), requests, "{s:#}");
+    assert_eq!(u(&s["sessions"], "completed"), u(&s["sessions"], "started"));
+}
