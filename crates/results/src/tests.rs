@@ -130,6 +130,16 @@ fn a_file_reads_back_to_the_same_bytes_and_figures() {
         assert_eq!(b.latency, f.latency);
         assert_eq!(b.series, f.series);
         assert_eq!(b.errors, f.errors);
+        // Per tag, what the summary's `tags[]` shows: status codes, error kinds, bytes.
+        assert!(f.status.get(503) > 0 && f.error_count() > 0 && f.bytes_sent > 0);
+        assert_eq!(
+            b.status.iter().collect::<Vec<_>>(),
+            f.status.iter().collect::<Vec<_>>()
+        );
+        assert_eq!(
+            (b.bytes_sent, b.bytes_received, b.body_bytes),
+            (f.bytes_sent, f.bytes_received, f.body_bytes)
+        );
         assert_eq!(b.latency_by_second.len(), f.latency_by_second.len());
         assert_eq!(b.latency_corrected, f.latency_corrected);
         assert_eq!(b.tls, f.tls);

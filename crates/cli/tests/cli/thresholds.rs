@@ -55,7 +55,7 @@ fn metric<'a>(summary: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no metric {name} in {:#}", summary["metrics"]))
 }
 
-fn validate_against_schema(summary: &Value) {
+pub fn validate_against_schema(summary: &Value) {
     let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/summary.schema.json");
     let schema = json_file(&schema_path);
     let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
