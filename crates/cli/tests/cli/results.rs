@@ -97,6 +97,8 @@ fn run_writes_results_and_report_re_renders_the_same_bytes() {
         u(missing, "bytes_received") / misses,
         "{summary:#}"
     );
+    let text_line = format!("\n  missing     404: {misses}\n");
+    assert!(out.stdout.contains(&text_line), "{}", out.stdout);
 }
 
 #[test]
