@@ -86,6 +86,9 @@ pub fn render_run(summary: &Summary) -> String {
         summary.total_data_bytes,
         summary.decoded_data_bytes
     );
+    if let Some(prefix) = &summary.request_id_prefix {
+        let _ = writeln!(out, "request ids {prefix}*  (X-Request-Id header)");
+    }
 
     crate::k6::render_thresholds(&summary.k6, &mut out);
     crate::k6::render_checks(&summary.checks, &mut out);
@@ -244,6 +247,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("  METRICS"), "{text}");
+        assert!(
+            text.contains("\nrequest ids 1a2b3c4d-*  (X-Request-Id header)\n"),
+            "{text}"
+        );
         assert_eq!(duration_cell(999), "999µs");
         assert_eq!(duration_cell(20_500), "20.50ms");
         assert_eq!(duration_cell(12_000_000), "12.00s");

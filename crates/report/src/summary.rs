@@ -26,6 +26,8 @@ pub struct RunInfo {
     pub thresholds: Vec<barrage_plan::Threshold>,
     /// The Trend statistics to show (`--summary-trend-stats`).
     pub trend_stats: Vec<barrage_plan::Aggregation>,
+    /// What every `X-Request-Id` of the run starts with, when known.
+    pub request_id_prefix: Option<String>,
 }
 
 /// What an open workload planned, to compare with what was achieved.
@@ -107,6 +109,10 @@ pub struct Summary {
     pub total_s: f64,
     pub interrupted: bool,
     pub threads: usize,
+    /// What every `X-Request-Id` header of the run starts with (`<8 hex digits>-`, then the
+    /// worker and a per-worker counter in hex): grep a target's logs for it. `None` for files
+    /// written before it was stored, and for merges of several runs.
+    pub request_id_prefix: Option<String>,
     /// Requests that ended: responses plus errors.
     pub requests: u64,
     /// Requests answered with an HTTP response (any status).
@@ -212,6 +218,7 @@ impl Summary {
             total_s,
             interrupted: info.interrupted,
             threads: info.threads,
+            request_id_prefix: info.request_id_prefix.clone(),
             requests: total.requests(),
             responses,
             errors: total.error_count(),
@@ -326,6 +333,7 @@ pub(crate) mod tests {
             planned_arrivals: None,
             thresholds: Vec::new(),
             trend_stats: crate::k6_metrics::DEFAULT_TREND_STATS.to_vec(),
+            request_id_prefix: Some("1a2b3c4d-".into()),
         };
         (info, metrics)
     }
@@ -349,6 +357,7 @@ pub(crate) mod tests {
         let json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
         assert_eq!(json["status_codes"]["503"], 10);
         assert_eq!(json["latency"]["count"], 100);
+        assert_eq!(json["request_id_prefix"], "1a2b3c4d-");
     }
 
     #[test]
