@@ -99,6 +99,14 @@ fn run_writes_results_and_report_re_renders_the_same_bytes() {
     );
     let text_line = format!("\n  missing     404: {misses}\n");
     assert!(out.stdout.contains(&text_line), "{}", out.stdout);
+    // The run names the prefix of its X-Request-Id headers, in the JSON and the text.
+    let prefix = summary["request_id_prefix"].as_str().expect("a prefix");
+    assert!(
+        out.stdout
+            .contains(&format!("\nrequest ids {prefix}*  (X-Request-Id header)\n")),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
