@@ -216,6 +216,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
             _ => None,
         },
         merged_from: Vec::new(),
+        request_id_prefix: Some(outcome.request_id_prefix.clone()),
     };
     let mut metrics = outcome.metrics;
     for tag in &mut metrics.tags {

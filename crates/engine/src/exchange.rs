@@ -31,13 +31,15 @@ impl Client {
     ) -> bool {
         let mut bytes = worker.request_buffers.take();
         bytes.clear();
-        worker.request_ids.with_next(|id| {
+        let id_number = worker.request_ids.with_next(|id| {
             let cx = Eval {
                 state: &self.state,
                 data: &worker.run.plan.data,
             };
             request.build(cx, id, &mut worker.scratch.borrow_mut().build, &mut bytes)
         });
+        // The sample log writes the id from its counter; the plan's own header is not ours.
+        let request_id = request.sends_request_id().then_some(id_number);
         let decode = worker.run.connection.decode_responses;
         let mut captured =
             (decode || !request.extraction.is_empty()).then(|| worker.captures.take());
@@ -107,7 +109,7 @@ impl Client {
                     body_bytes: exchange.body_bytes,
                     decoded_body_bytes: decoded_size(worker, captured.as_deref(), &exchange),
                 };
-                worker.record_response(&record);
+                worker.record_response(&record, request_id);
                 self.state.last_status = exchange.status;
                 self.state.last_response = LastResponse {
                     duration: record.latency,
@@ -138,7 +140,7 @@ impl Client {
             let held = captured.retained_bytes();
             worker.captures.give(captured, held);
         }
-        worker.record_error(request.tag, Instant::now(), kind, prepared);
+        worker.record_error(request.tag, Instant::now(), kind, prepared, request_id);
         false
     }
 }

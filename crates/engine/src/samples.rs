@@ -1,7 +1,8 @@
 //! The opt-in per-request sample log (`--out samples=FILE:RATE`): each worker keeps a
 //! random share `rate` of its requests as NDJSON lines in its own buffer and hands a full
 //! buffer to the shared sink (one lock per 64 KiB of lines, never per request). Without a
-//! sink nothing per request is kept.
+//! sink nothing per request is kept. Each line names its request's `X-Request-Id`, written
+//! from the id's counter (only for the requests kept), so lines join a target's logs.
 
 use barrage_metrics::{ErrorKind, ResponseRecord};
 use rand::rngs::SmallRng;
@@ -65,14 +66,17 @@ pub(crate) struct Sampler {
     sink: std::sync::Arc<SampleSink>,
     rng: SmallRng,
     buffer: Vec<u8>,
+    /// The worker's request-id prefix (`<run>-<worker>-`); an id's counter follows in hex.
+    id_prefix: String,
 }
 
 impl Sampler {
-    pub(crate) fn new(sink: std::sync::Arc<SampleSink>, worker: usize) -> Self {
+    pub(crate) fn new(sink: std::sync::Arc<SampleSink>, worker: usize, id_prefix: String) -> Self {
         Self {
             sink,
             rng: SmallRng::seed_from_u64(0x5a4d_504c_4553 ^ worker as u64),
             buffer: Vec::new(),
+            id_prefix,
         }
     }
 
@@ -86,16 +90,36 @@ impl Sampler {
         serde_json::to_string(name).unwrap_or_else(|_| "\"?\"".into())
     }
 
-    /// Maybe keeps `record`, `at_ms` into the run.
-    pub(crate) fn response(&mut self, record: &ResponseRecord, at_ms: f64) {
+    /// Starts a line: time, tag and request id (`null` when the plan sent its own header).
+    fn start_line(&mut self, at_ms: f64, tag: usize, request_id: Option<u64>) {
+        let tag = self.tag(tag);
+        let _ = write!(
+            self.buffer,
+            "{{\"t_ms\":{at_ms:.3},\"tag\":{tag},\"request_id\":"
+        );
+        match request_id {
+            Some(n) => {
+                let _ = write!(self.buffer, "\"{}{n:x}\"", self.id_prefix);
+            }
+            None => self.buffer.extend_from_slice(b"null"),
+        }
+    }
+
+    /// Maybe keeps `record` of the request with id counter `request_id`, `at_ms` into the run.
+    pub(crate) fn response(
+        &mut self,
+        record: &ResponseRecord,
+        request_id: Option<u64>,
+        at_ms: f64,
+    ) {
         if !self.take() {
             return;
         }
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
-        let tag = self.tag(record.tag);
+        self.start_line(at_ms, record.tag, request_id);
         let _ = writeln!(
             self.buffer,
-            "{{\"t_ms\":{at_ms:.3},\"tag\":{tag},\"status\":{},\"duration_ms\":{:.3},\"connecting_ms\":{:.3},\"sending_ms\":{:.3},\"waiting_ms\":{:.3},\"receiving_ms\":{:.3},\"bytes_received\":{}}}",
+            ",\"status\":{},\"duration_ms\":{:.3},\"connecting_ms\":{:.3},\"sending_ms\":{:.3},\"waiting_ms\":{:.3},\"receiving_ms\":{:.3},\"bytes_received\":{}}}",
             record.status,
             ms(record.latency),
             ms(record.phases.connect.unwrap_or_default()),
@@ -108,16 +132,18 @@ impl Sampler {
     }
 
     /// Maybe keeps a failed request.
-    pub(crate) fn error(&mut self, tag: usize, kind: ErrorKind, at_ms: f64) {
+    pub(crate) fn error(
+        &mut self,
+        tag: usize,
+        kind: ErrorKind,
+        request_id: Option<u64>,
+        at_ms: f64,
+    ) {
         if !self.take() {
             return;
         }
-        let tag = self.tag(tag);
-        let _ = writeln!(
-            self.buffer,
-            "{{\"t_ms\":{at_ms:.3},\"tag\":{tag},\"error\":\"{}\"}}",
-            kind.name()
-        );
+        self.start_line(at_ms, tag, request_id);
+        let _ = writeln!(self.buffer, ",\"error\":\"{}\"}}", kind.name());
         self.flush_if_full();
     }
 
@@ -155,16 +181,15 @@ mod tests {
         }
     }
 
-    #[test]
-    fn keeps_about_the_rate_and_writes_json_lines() {
-        let shared = Shared::default();
-        let sink = Arc::new(SampleSink::new(
-            0.1,
-            vec!["a\"b".into()],
-            Box::new(shared.clone()),
-        ));
-        let mut sampler = Sampler::new(Arc::clone(&sink), 0);
-        let record = ResponseRecord {
+    fn lines(shared: &Shared) -> Vec<serde_json::Value> {
+        let text = String::from_utf8(shared.0.lock().unwrap().clone()).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn record() -> ResponseRecord {
+        ResponseRecord {
             tag: 0,
             second: 0,
             latency: Duration::from_micros(1500),
@@ -175,20 +200,57 @@ mod tests {
             body_bytes: 0,
             decoded_body_bytes: 0,
             expected_interval: None,
-        };
-        for i in 0..10_000 {
-            sampler.response(&record, f64::from(i));
         }
-        sampler.error(0, ErrorKind::Timeout, 1.0);
+    }
+
+    #[test]
+    fn keeps_about_the_rate_and_writes_json_lines() {
+        let shared = Shared::default();
+        let sink = Arc::new(SampleSink::new(
+            0.1,
+            vec!["a\"b".into()],
+            Box::new(shared.clone()),
+        ));
+        let mut sampler = Sampler::new(Arc::clone(&sink), 0, "0000abcd-0-".into());
+        for i in 0..10_000u32 {
+            sampler.response(&record(), Some(u64::from(i)), f64::from(i));
+        }
         sampler.flush();
         sink.finish().unwrap();
-        let text = String::from_utf8(shared.0.lock().unwrap().clone()).unwrap();
-        let lines: Vec<serde_json::Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let lines = lines(&shared);
         assert!((800..1200).contains(&lines.len()), "{}", lines.len());
         assert_eq!(lines[0]["tag"], "a\"b");
         assert_eq!(lines[0]["duration_ms"], 1.5);
+        // Each line names its request: the worker's prefix, then the counter in hex.
+        for line in &lines {
+            let counter = line["t_ms"].as_f64().unwrap() as u64;
+            assert_eq!(
+                line["request_id"],
+                format!("0000abcd-0-{counter:x}"),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn failed_requests_carry_their_id_and_a_plan_set_id_is_null() {
+        let shared = Shared::default();
+        let sink = Arc::new(SampleSink::new(
+            1.0,
+            vec!["t".into()],
+            Box::new(shared.clone()),
+        ));
+        let mut sampler = Sampler::new(Arc::clone(&sink), 2, "0000abcd-2-".into());
+        sampler.error(0, ErrorKind::Timeout, Some(0x2710), 1.0);
+        // The plan set its own X-Request-Id: not barrage's id to report.
+        sampler.response(&record(), None, 2.0);
+        sampler.flush();
+        sink.finish().unwrap();
+        let lines = lines(&shared);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["error"], "timeout");
+        assert_eq!(lines[0]["request_id"], "0000abcd-2-2710");
+        assert_eq!(lines[1]["status"], 200);
+        assert!(lines[1]["request_id"].is_null(), "{}", lines[1]);
     }
 }

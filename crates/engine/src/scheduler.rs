@@ -59,6 +59,9 @@ pub struct RunOutcome {
     /// True when a stop request (Ctrl-C) ended the run before its plan did.
     pub interrupted: bool,
     pub threads: usize,
+    /// What every `X-Request-Id` of this run starts with (`<8 hex digits>-`; the worker and
+    /// a per-worker counter follow, in hex).
+    pub request_id_prefix: String,
 }
 
 /// Worker threads to use: the plan's setting, or one per CPU this process may run on (so
@@ -163,6 +166,7 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
         started_at,
         interrupted: control.stop.is_stopped(),
         threads,
+        request_id_prefix: crate::worker::run_prefix(run_id),
     })
 }
 

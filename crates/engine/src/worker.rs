@@ -69,9 +69,21 @@ impl<T: Default> Pool<T> {
     }
 }
 
+/// What every request id of the run with id `run` starts with: `<run>-`, 8 hex digits.
+pub(crate) fn run_prefix(run: u32) -> String {
+    format!("{run:08x}-")
+}
+
+/// What every request id of worker `worker` of run `run` starts with: `<run>-<worker>-`; the
+/// counter follows in hex.
+pub(crate) fn worker_prefix(run: u32, worker: usize) -> String {
+    format!("{}{worker:x}-", run_prefix(run))
+}
+
 /// `X-Request-Id` values: `<run>-<worker>-<counter>` in hex, unique within a run (and, by
 /// the random run part, most likely across runs), without any shared counter. The text is
-/// kept and its counter incremented in place, digit by digit.
+/// kept and its counter incremented in place, digit by digit; the counter is also kept as a
+/// number, so the sample log can write an id again without holding its text.
 #[derive(Debug)]
 pub(crate) struct RequestIds {
     id: RefCell<IdText>,
@@ -83,10 +95,13 @@ struct IdText {
     len: usize,
     /// Where the counter's digits start.
     counter: usize,
+    /// The counter's value: the id is the prefix, then this in lowercase hex.
+    number: u64,
 }
 
 impl IdText {
     fn increment(&mut self) {
+        self.number += 1;
         for digit in self.bytes[self.counter..self.len].iter_mut().rev() {
             match *digit {
                 b'f' => *digit = b'0',
@@ -111,11 +126,12 @@ impl IdText {
 
 impl RequestIds {
     pub(crate) fn new(run: u32, worker: usize) -> Self {
-        let prefix = format!("{run:08x}-{worker:x}-");
+        let prefix = worker_prefix(run, worker);
         let mut id = IdText {
             bytes: [0; 64],
             len: prefix.len() + 1,
             counter: prefix.len(),
+            number: 0,
         };
         id.bytes[..prefix.len()].copy_from_slice(prefix.as_bytes());
         id.bytes[prefix.len()] = b'0';
@@ -124,13 +140,15 @@ impl RequestIds {
         }
     }
 
-    /// Hands the next id to `use_id`.
+    /// Hands the next id to `use_id`; returns its counter (the id is this worker's prefix,
+    /// then the counter in lowercase hex).
     #[inline]
-    pub(crate) fn with_next<R>(&self, use_id: impl FnOnce(&[u8]) -> R) -> R {
+    pub(crate) fn with_next(&self, use_id: impl FnOnce(&[u8])) -> u64 {
         let mut id = self.id.borrow_mut();
-        let result = use_id(&id.bytes[..id.len]);
+        use_id(&id.bytes[..id.len]);
+        let number = id.number;
         id.increment();
-        result
+        number
     }
 }
 
@@ -171,12 +189,13 @@ impl Worker {
             scratch: RefCell::new(Scratch::default()),
             rows: RowCursors::new(init.run.plan.data.len(), init.run.index, init.workers),
             request_ids: RequestIds::new(init.run_id, init.run.index),
-            sampler: init
-                .run
-                .control
-                .samples
-                .as_ref()
-                .map(|sink| RefCell::new(Sampler::new(Arc::clone(sink), init.run.index))),
+            sampler: init.run.control.samples.as_ref().map(|sink| {
+                RefCell::new(Sampler::new(
+                    Arc::clone(sink),
+                    init.run.index,
+                    worker_prefix(init.run_id, init.run.index),
+                ))
+            }),
             connections: WorkerConnections::new(&init.run.connection),
             run: init.run,
             remaining: Cell::new(init.iterations),
@@ -258,19 +277,29 @@ impl Worker {
         at.saturating_duration_since(self.run.run_start).as_secs()
     }
 
+    /// Records a response; `request_id` is the counter of the request's `X-Request-Id`
+    /// (`None` when the plan set its own header), for the sample log.
     #[inline]
-    pub(crate) fn record_response(&self, record: &ResponseRecord) {
+    pub(crate) fn record_response(&self, record: &ResponseRecord, request_id: Option<u64>) {
         self.metrics.borrow_mut().record_response(record);
         self.live().add_response();
         if let Some(sampler) = &self.sampler {
             sampler
                 .borrow_mut()
-                .response(record, self.millis_into_run());
+                .response(record, request_id, self.millis_into_run());
         }
     }
 
+    /// Records a failed request (`request_id` as for [`Worker::record_response`]).
     #[inline]
-    pub(crate) fn record_error(&self, tag: usize, at: Instant, kind: ErrorKind, bytes_sent: u64) {
+    pub(crate) fn record_error(
+        &self,
+        tag: usize,
+        at: Instant,
+        kind: ErrorKind,
+        bytes_sent: u64,
+        request_id: Option<u64>,
+    ) {
         self.metrics
             .borrow_mut()
             .record_error(tag, self.second_of(at), kind, bytes_sent);
@@ -278,7 +307,7 @@ impl Worker {
         if let Some(sampler) = &self.sampler {
             sampler
                 .borrow_mut()
-                .error(tag, kind, self.millis_into_run());
+                .error(tag, kind, request_id, self.millis_into_run());
         }
     }
 
@@ -373,8 +402,15 @@ mod tests {
     #[test]
     fn request_ids_are_hex_counters() {
         let ids = RequestIds::new(0xabc, 3);
-        let texts: Vec<String> = (0..300)
-            .map(|_| ids.with_next(|id| String::from_utf8(id.to_vec()).unwrap()))
+        let texts: Vec<String> = (0..300u64)
+            .map(|i| {
+                let mut text = String::new();
+                let number = ids.with_next(|id| text = String::from_utf8(id.to_vec()).unwrap());
+                // The counter is the id's last part, as the sample log writes it.
+                assert_eq!(number, i);
+                assert_eq!(text, format!("{}{number:x}", worker_prefix(0xabc, 3)));
+                text
+            })
             .collect();
         assert_eq!(texts[0], "00000abc-3-0");
         assert_eq!(texts[10], "00000abc-3-a");

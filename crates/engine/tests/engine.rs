@@ -506,13 +506,88 @@ fn every_request_carries_a_unique_request_id() {
         },
     ];
     let plan = scenario_plan(addr, &["t"], steps, closed(4, 50));
-    let metrics = run_plan(&plan);
-    assert_eq!(metrics.tags[0].status.get(200), 100);
+    let outcome = run(&plan, &RunControl::default()).unwrap();
+    assert_eq!(outcome.metrics.tags[0].status.get(200), 100);
     let ids = ids.lock().unwrap();
     assert_eq!(ids.len(), 100);
     let distinct: std::collections::HashSet<&String> = ids.iter().collect();
     assert_eq!(distinct.len(), 100, "ids repeat: {ids:?}");
     assert!(ids.iter().all(|id| id.split('-').count() == 3), "{ids:?}");
+    // The run names the prefix all its ids share: `<8 hex digits>-`.
+    let prefix = &outcome.request_id_prefix;
+    assert_eq!(prefix.len(), 9, "{prefix}");
+    assert!(prefix.ends_with('-'), "{prefix}");
+    assert!(
+        ids.iter().all(|id| id.starts_with(prefix.as_str())),
+        "{prefix}: {ids:?}"
+    );
+}
+
+/// A sample log kept in memory.
+#[derive(Clone, Default)]
+struct SharedLog(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn sampled_requests_name_the_request_id_the_target_received() {
+    let (addr, received) = recording_server();
+    // Tag 1 sets its own X-Request-Id: the target sees that one, the samples say null.
+    let mut own = get("/own", 1);
+    own.headers.push(HeaderField {
+        name: "X-Request-Id".into(),
+        value: Value::text("mine"),
+    });
+    let steps = vec![Step::Request(get("/ours", 0)), Step::Request(own)];
+    let plan = scenario_plan(addr, &["ours", "own"], steps, closed(3, 30));
+    let log = SharedLog::default();
+    let control = RunControl {
+        samples: Some(std::sync::Arc::new(barrage_engine::SampleSink::new(
+            1.0,
+            plan.tags.clone(),
+            Box::new(log.clone()),
+        ))),
+        ..RunControl::default()
+    };
+    let outcome = run(&plan, &control).unwrap();
+    control.samples.as_ref().unwrap().finish().unwrap();
+    assert_eq!(outcome.metrics.total().status.get(200), 60);
+    let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(lines.len(), 60, "{text}");
+    let mut sampled = std::collections::BTreeSet::new();
+    for line in &lines {
+        match line["tag"].as_str().unwrap() {
+            "ours" => {
+                let id = line["request_id"].as_str().expect("an id").to_string();
+                assert!(id.starts_with(&outcome.request_id_prefix), "{line}");
+                assert!(sampled.insert(id), "a repeated id: {line}");
+            }
+            "own" => assert!(line["request_id"].is_null(), "{line}"),
+            other => panic!("tag {other}"),
+        }
+    }
+    // Joinable: the samples' ids are exactly the ids the target received from barrage.
+    let received = received.lock().unwrap();
+    let ours: std::collections::BTreeSet<String> = received
+        .iter()
+        .filter(|id| *id != "mine")
+        .cloned()
+        .collect();
+    assert_eq!(received.iter().filter(|id| *id == "mine").count(), 30);
+    assert_eq!(sampled.len(), 30);
+    assert_eq!(sampled, ours);
 }
 
 #[test]

@@ -24,6 +24,7 @@ pub fn run_info(meta: &RunMeta, trend_stats: &[Aggregation]) -> RunInfo {
             .map(|(expected, seconds)| PlannedArrivals { expected, seconds }),
         thresholds,
         trend_stats: trend_stats.to_vec(),
+        request_id_prefix: meta.request_id_prefix.clone(),
     }
 }
 

@@ -100,6 +100,10 @@ pub fn render_hey(summary: &Summary) -> String {
             let _ = writeln!(out, "  [{count}]\t{kind}: {description}");
         }
     }
+
+    if let Some(prefix) = &summary.request_id_prefix {
+        let _ = writeln!(out, "\nRequest ids:\t{prefix}* (X-Request-Id header)");
+    }
     summary.self_check.render(&summary.trust_reasons, &mut out);
     out
 }
@@ -132,6 +136,7 @@ mod tests {
             "[503]\t10 responses",
             "Error distribution:",
             "[1]\ttimeout: request timed out",
+            "\nRequest ids:\t1a2b3c4d-* (X-Request-Id header)\n",
         ] {
             assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
         }

@@ -17,6 +17,15 @@ fn percentile(stats: &barrage_metrics::LatencyStats, p: f64) -> String {
     duration_cell(stats.percentile(p).unwrap_or(0))
 }
 
+/// `200: 90  503: 10`, or `(none)`.
+fn status_codes(codes: &std::collections::BTreeMap<u16, u64>) -> String {
+    if codes.is_empty() {
+        return "(none)".into();
+    }
+    let codes: Vec<String> = codes.iter().map(|(c, n)| format!("{c}: {n}")).collect();
+    codes.join("  ")
+}
+
 /// Renders a scenario run's summary.
 pub fn render_run(summary: &Summary) -> String {
     let mut out = String::new();
@@ -77,6 +86,9 @@ pub fn render_run(summary: &Summary) -> String {
         summary.total_data_bytes,
         summary.decoded_data_bytes
     );
+    if let Some(prefix) = &summary.request_id_prefix {
+        let _ = writeln!(out, "request ids {prefix}*  (X-Request-Id header)");
+    }
 
     crate::k6::render_thresholds(&summary.k6, &mut out);
     crate::k6::render_checks(&summary.checks, &mut out);
@@ -150,20 +162,25 @@ pub fn render_run(summary: &Summary) -> String {
         );
     }
 
-    let codes: Vec<String> = summary
-        .status_codes
-        .iter()
-        .map(|(c, n)| format!("{c}: {n}"))
-        .collect();
     let _ = writeln!(
         out,
         "\nstatus codes  {}",
-        if codes.is_empty() {
-            "(none)".into()
-        } else {
-            codes.join("  ")
-        }
+        status_codes(&summary.status_codes)
     );
+    if summary.tags.len() > 1 {
+        // Per tag, names aligned under the codes above when they fit.
+        let width = summary
+            .tags
+            .iter()
+            .map(|t| t.tag.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(10);
+        for tag in &summary.tags {
+            let line = format!("  {:<width$}  {}", tag.tag, status_codes(&tag.status_codes));
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+    }
     let errors: Vec<String> = summary
         .errors_by_kind
         .iter()
@@ -214,7 +231,10 @@ mod tests {
             .find(|l| l.starts_with("GET /"))
             .expect("a row for the tag");
         assert!(row.contains("101"), "{row}");
-        assert!(text.contains("200: 90  503: 10"), "{text}");
+        assert!(
+            text.contains("\nstatus codes  200: 90  503: 10\nerrors "),
+            "one tag: no per-tag lines\n{text}"
+        );
         assert!(text.contains("timeout: 1"), "{text}");
         assert!(
             text.contains("✗ token present (assert)\n     ↳  99% — ✓ 97 / ✗ 1"),
@@ -227,8 +247,38 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("  METRICS"), "{text}");
+        assert!(
+            text.contains("\nrequest ids 1a2b3c4d-*  (X-Request-Id header)\n"),
+            "{text}"
+        );
         assert_eq!(duration_cell(999), "999µs");
         assert_eq!(duration_cell(20_500), "20.50ms");
         assert_eq!(duration_cell(12_000_000), "12.00s");
+    }
+
+    #[test]
+    fn several_tags_get_a_status_code_line_each() {
+        let (mut info, mut metrics) = crate::summary::tests::sample();
+        info.tags.push("missing".into());
+        metrics.tags.push(barrage_metrics::TagMetrics::default());
+        metrics.record_response(&barrage_metrics::ResponseRecord {
+            tag: 1,
+            second: 0,
+            latency: std::time::Duration::from_micros(800),
+            expected_interval: None,
+            phases: Default::default(),
+            status: 404,
+            bytes_sent: 40,
+            bytes_received: 60,
+            body_bytes: 10,
+            decoded_body_bytes: 10,
+        });
+        let text = render_run(&Summary::new(&info, &metrics));
+        assert!(
+            text.contains(
+                "\nstatus codes  200: 90  404: 1  503: 10\n  GET /       200: 90  503: 10\n  missing     404: 1\nerrors "
+            ),
+            "{text}"
+        );
     }
 }

@@ -26,6 +26,8 @@ pub struct RunInfo {
     pub thresholds: Vec<barrage_plan::Threshold>,
     /// The Trend statistics to show (`--summary-trend-stats`).
     pub trend_stats: Vec<barrage_plan::Aggregation>,
+    /// What every `X-Request-Id` of the run starts with, when known.
+    pub request_id_prefix: Option<String>,
 }
 
 /// What an open workload planned, to compare with what was achieved.
@@ -80,6 +82,14 @@ pub struct TagSummary {
     pub errors: u64,
     /// Extractions that found nothing (the variable stayed unset).
     pub extraction_failures: u64,
+    /// Status code → responses of this tag.
+    pub status_codes: BTreeMap<u16, u64>,
+    /// Error kind → this tag's requests that failed so.
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Request bytes on the wire (a failed request counts what was prepared to send).
+    pub bytes_sent: u64,
+    /// Response bytes on the wire: heads and bodies.
+    pub bytes_received: u64,
     pub latency: LatencyStats,
     /// Closed models: the latency corrected for coordinated omission (see `Summary`).
     pub latency_corrected: Option<LatencyStats>,
@@ -99,6 +109,10 @@ pub struct Summary {
     pub total_s: f64,
     pub interrupted: bool,
     pub threads: usize,
+    /// What every `X-Request-Id` header of the run starts with (`<8 hex digits>-`, then the
+    /// worker and a per-worker counter in hex): grep a target's logs for it. `None` for files
+    /// written before it was stored, and for merges of several runs.
+    pub request_id_prefix: Option<String>,
     /// Requests that ended: responses plus errors.
     pub requests: u64,
     /// Requests answered with an HTTP response (any status).
@@ -155,6 +169,13 @@ fn corrected(histogram: &LatencyHistogram) -> Option<LatencyStats> {
     (!histogram.is_empty()).then(|| histogram.stats())
 }
 
+/// Error kind name → count, for the kinds seen.
+fn errors_by_kind(tag: &TagMetrics) -> BTreeMap<String, u64> {
+    tag.errors_by_kind()
+        .map(|(kind, n)| (kind.name().to_string(), n))
+        .collect()
+}
+
 fn tag_summary(name: &str, tag: &TagMetrics) -> TagSummary {
     TagSummary {
         tag: name.to_string(),
@@ -162,6 +183,10 @@ fn tag_summary(name: &str, tag: &TagMetrics) -> TagSummary {
         responses: tag.responses(),
         errors: tag.error_count(),
         extraction_failures: tag.extraction_failures,
+        status_codes: tag.status.iter().collect(),
+        errors_by_kind: errors_by_kind(tag),
+        bytes_sent: tag.bytes_sent,
+        bytes_received: tag.bytes_received,
         latency: tag.latency.stats(),
         latency_corrected: corrected(&tag.latency_corrected),
         per_second: tag.series.seconds.clone(),
@@ -193,6 +218,7 @@ impl Summary {
             total_s,
             interrupted: info.interrupted,
             threads: info.threads,
+            request_id_prefix: info.request_id_prefix.clone(),
             requests: total.requests(),
             responses,
             errors: total.error_count(),
@@ -224,10 +250,7 @@ impl Summary {
                 .collect(),
             details,
             status_codes: total.status.iter().collect(),
-            errors_by_kind: total
-                .errors_by_kind()
-                .map(|(kind, n)| (kind.name().to_string(), n))
-                .collect(),
+            errors_by_kind: errors_by_kind(&total),
             tags: metrics
                 .tags
                 .iter()
@@ -310,6 +333,7 @@ pub(crate) mod tests {
             planned_arrivals: None,
             thresholds: Vec::new(),
             trend_stats: crate::k6_metrics::DEFAULT_TREND_STATS.to_vec(),
+            request_id_prefix: Some("1a2b3c4d-".into()),
         };
         (info, metrics)
     }
@@ -333,5 +357,56 @@ pub(crate) mod tests {
         let json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
         assert_eq!(json["status_codes"]["503"], 10);
         assert_eq!(json["latency"]["count"], 100);
+        assert_eq!(json["request_id_prefix"], "1a2b3c4d-");
+    }
+
+    #[test]
+    fn each_tag_has_its_own_status_codes_errors_and_bytes() {
+        let (mut info, _) = sample();
+        info.tags = vec!["ok".into(), "missing".into()];
+        let mut metrics = RunMetrics::new(2);
+        for (tag, status, sent, received) in
+            [(0, 200, 40, 100), (0, 200, 40, 100), (1, 404, 55, 70)]
+        {
+            metrics.record_response(&ResponseRecord {
+                tag,
+                second: 0,
+                latency: Duration::from_micros(900),
+                expected_interval: None,
+                phases: PhaseTimings::default(),
+                status,
+                bytes_sent: sent,
+                bytes_received: received,
+                body_bytes: 10,
+                decoded_body_bytes: 10,
+            });
+        }
+        metrics.record_error(1, 0, ErrorKind::Refused, 55);
+        let s = Summary::new(&info, &metrics);
+        let (ok, missing) = (&s.tags[0], &s.tags[1]);
+        assert_eq!(ok.status_codes, BTreeMap::from([(200, 2)]));
+        assert_eq!(missing.status_codes, BTreeMap::from([(404, 1)]));
+        assert!(ok.errors_by_kind.is_empty());
+        assert_eq!(
+            missing.errors_by_kind,
+            BTreeMap::from([("refused".to_string(), 1)])
+        );
+        assert_eq!((ok.bytes_sent, ok.bytes_received), (80, 200));
+        assert_eq!((missing.bytes_sent, missing.bytes_received), (110, 70));
+        // The tags add up to the run's figures.
+        assert_eq!(s.bytes_sent, ok.bytes_sent + missing.bytes_sent);
+        assert_eq!(s.bytes_received, ok.bytes_received + missing.bytes_received);
+        assert_eq!(s.status_codes, BTreeMap::from([(200, 2), (404, 1)]));
+        let json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+        assert_eq!(
+            json["tags"][1]["status_codes"],
+            serde_json::json!({"404": 1})
+        );
+        assert_eq!(
+            json["tags"][1]["errors_by_kind"],
+            serde_json::json!({"refused": 1})
+        );
+        assert_eq!(json["tags"][0]["errors_by_kind"], serde_json::json!({}));
+        assert_eq!(json["tags"][0]["bytes_sent"], 80);
     }
 }

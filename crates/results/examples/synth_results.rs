@@ -104,6 +104,7 @@ fn main() {
         tags: tag_names,
         planned_arrivals: None,
         merged_from: Vec::new(),
+        request_id_prefix: None,
     };
     let file = ResultsFile {
         meta,

@@ -83,6 +83,10 @@ pub struct RunMeta {
     /// For a merged file: the files it was made from.
     #[serde(default)]
     pub merged_from: Vec<String>,
+    /// What every `X-Request-Id` the run sent starts with (absent in files written before
+    /// it was stored, and in merges of several runs).
+    #[serde(default)]
+    pub request_id_prefix: Option<String>,
 }
 
 impl RunMeta {

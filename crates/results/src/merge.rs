@@ -46,6 +46,10 @@ pub fn merge(parts: &[ResultsFile], names: &[String]) -> Result<ResultsFile, Res
         m.ended_at_unix_ns = m.ended_at_unix_ns.max(part.meta.ended_at_unix_ns);
         m.threads += part.meta.threads;
         m.interrupted |= part.meta.interrupted;
+        // Several runs sent ids with several prefixes: no one prefix joins them all.
+        if m.request_id_prefix != part.meta.request_id_prefix {
+            m.request_id_prefix = None;
+        }
         if let (Some(mine), Some(theirs)) = (m.planned_arrivals, part.meta.planned_arrivals) {
             let add = |a: u64, b: u64| (f64::from_bits(a) + f64::from_bits(b)).to_bits();
             let max = |a: u64, b: u64| f64::from_bits(a).max(f64::from_bits(b)).to_bits();

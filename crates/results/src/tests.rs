@@ -63,6 +63,7 @@ fn meta(tags: usize) -> RunMeta {
             seconds_f64_bits: 10.0f64.to_bits(),
         }),
         merged_from: Vec::new(),
+        request_id_prefix: Some("1a2b3c4d-".into()),
     }
 }
 
@@ -130,6 +131,16 @@ fn a_file_reads_back_to_the_same_bytes_and_figures() {
         assert_eq!(b.latency, f.latency);
         assert_eq!(b.series, f.series);
         assert_eq!(b.errors, f.errors);
+        // Per tag, what the summary's `tags[]` shows: status codes, error kinds, bytes.
+        assert!(f.status.get(503) > 0 && f.error_count() > 0 && f.bytes_sent > 0);
+        assert_eq!(
+            b.status.iter().collect::<Vec<_>>(),
+            f.status.iter().collect::<Vec<_>>()
+        );
+        assert_eq!(
+            (b.bytes_sent, b.bytes_received, b.body_bytes),
+            (f.bytes_sent, f.bytes_received, f.body_bytes)
+        );
         assert_eq!(b.latency_by_second.len(), f.latency_by_second.len());
         assert_eq!(b.latency_corrected, f.latency_corrected);
         assert_eq!(b.tls, f.tls);
@@ -173,6 +184,8 @@ fn merging_two_halves_equals_the_whole_run_exactly() {
     let merged = ResultsFile::from_bytes(&merged.to_bytes()).unwrap();
     assert_eq!(merged.meta.threads, 4);
     assert_eq!(merged.meta.merged_from, vec!["a", "b"]);
+    // Both parts come from runs with the same request-id prefix here; it stays.
+    assert_eq!(merged.meta.request_id_prefix.as_deref(), Some("1a2b3c4d-"));
     // Same histograms, counters and series, so the measurement sections are byte-identical.
     assert_eq!(
         metrics_codec::encode_totals(&merged.metrics),
@@ -195,6 +208,28 @@ fn merging_two_halves_equals_the_whole_run_exactly() {
         merged.metrics.tags[0].latency.count(),
         whole.metrics.tags[0].latency.count()
     );
+}
+
+#[test]
+fn merging_runs_with_other_request_id_prefixes_keeps_none() {
+    let a = sample(10, 10);
+    let mut b = sample(10, 10);
+    b.meta.request_id_prefix = Some("99999999-".into());
+    let merged = merge(&[a, b], &["a.brr".into(), "b.brr".into()]).unwrap();
+    assert_eq!(merged.meta.request_id_prefix, None);
+}
+
+#[test]
+fn meta_written_before_the_request_id_prefix_still_reads() {
+    let mut json = serde_json::to_value(meta(2)).unwrap();
+    assert!(json
+        .as_object_mut()
+        .unwrap()
+        .remove("request_id_prefix")
+        .is_some());
+    let old: RunMeta = serde_json::from_value(json).unwrap();
+    assert_eq!(old.request_id_prefix, None);
+    assert_eq!(old.tags, meta(2).tags);
 }
 
 #[test]

@@ -67,7 +67,46 @@ fn run_writes_results_and_report_re_renders_the_same_bytes() {
     assert_eq!(text.stdout, out.stdout, "text summary differs");
     let summary = read_json(&again);
     assert!(u(&summary, "requests") > 0, "{summary:#}");
-    assert_eq!(summary["tags"].as_array().unwrap().len(), 2);
+    crate::thresholds::validate_against_schema(&summary);
+    check_invariants(&summary);
+    let tags = summary["tags"].as_array().unwrap();
+    assert_eq!(tags.len(), 2);
+    // Per tag: its own status codes (404s only under `missing`), error kinds and bytes.
+    let (ping, missing) = (&tags[0], &tags[1]);
+    assert_eq!(
+        (&ping["tag"], &missing["tag"]),
+        (&"ping".into(), &"missing".into())
+    );
+    let (pings, misses) = (u(ping, "responses"), u(missing, "responses"));
+    assert!(pings > 0 && misses > 0, "{summary:#}");
+    assert_eq!(ping["status_codes"], serde_json::json!({ "200": pings }));
+    assert_eq!(
+        missing["status_codes"],
+        serde_json::json!({ "404": misses })
+    );
+    for tag in tags {
+        assert!(tag["errors_by_kind"].is_object(), "{tag:#}");
+        assert!(
+            u(tag, "bytes_sent") > 0 && u(tag, "bytes_received") > 0,
+            "{tag:#}"
+        );
+    }
+    // The 404 body differs from the health body: each tag counts its own bytes.
+    assert_ne!(
+        u(ping, "bytes_received") / pings,
+        u(missing, "bytes_received") / misses,
+        "{summary:#}"
+    );
+    let text_line = format!("\n  missing     404: {misses}\n");
+    assert!(out.stdout.contains(&text_line), "{}", out.stdout);
+    // The run names the prefix of its X-Request-Id headers, in the JSON and the text.
+    let prefix = summary["request_id_prefix"].as_str().expect("a prefix");
+    assert!(
+        out.stdout
+            .contains(&format!("\nrequest ids {prefix}*  (X-Request-Id header)\n")),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]

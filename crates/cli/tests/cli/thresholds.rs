@@ -55,7 +55,7 @@ fn metric<'a>(summary: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no metric {name} in {:#}", summary["metrics"]))
 }
 
-fn validate_against_schema(summary: &Value) {
+pub fn validate_against_schema(summary: &Value) {
     let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/summary.schema.json");
     let schema = json_file(&schema_path);
     let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
@@ -335,17 +335,40 @@ fn outputs_validate_stream_and_follow_trend_stats() {
         lines.iter().map(|l| u(l, "requests")).sum::<u64>(),
         requests
     );
-    // Samples: about half of the requests, each a JSON line.
+    // Samples: about half of the requests, each a JSON line naming its request's
+    // X-Request-Id: the run's prefix, then worker and counter, unique.
     let sampled = read(&samples)
         .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["tag"].clone())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .collect::<Vec<_>>();
-    assert!(sampled.iter().all(|t| t == "ping"));
+    assert!(sampled.iter().all(|l| l["tag"] == "ping"));
     assert!(
         !sampled.is_empty() && (sampled.len() as u64) < requests,
         "{} of {requests}",
         sampled.len()
     );
+    let prefix = s["request_id_prefix"].as_str().expect("a prefix");
+    let ids: std::collections::HashSet<&str> = sampled
+        .iter()
+        .map(|l| {
+            l["request_id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no id: {l}"))
+        })
+        .collect();
+    assert_eq!(ids.len(), sampled.len(), "request ids repeat");
+    for id in &ids {
+        let rest = id
+            .strip_prefix(prefix)
+            .unwrap_or_else(|| panic!("{id} vs {prefix}"));
+        let (worker, counter) = rest.split_once('-').unwrap_or_else(|| panic!("{id}"));
+        assert!(
+            [worker, counter]
+                .iter()
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_hexdigit())),
+            "{id}"
+        );
+    }
 
     // quick writes the same summary and validates too.
     let quick_json = out_path("quick.json");

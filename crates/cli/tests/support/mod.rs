@@ -331,6 +331,25 @@ pub fn check_invariants(s: &Value) {
         errors,
         "tags sum to the errors\n{s:#}"
     );
+    for tag in tags {
+        assert_eq!(
+            sum_map(&tag["status_codes"]),
+            u(tag, "responses"),
+            "a tag's status codes sum to its responses\n{tag:#}"
+        );
+        assert_eq!(
+            sum_map(&tag["errors_by_kind"]),
+            u(tag, "errors"),
+            "a tag's error kinds sum to its errors\n{tag:#}"
+        );
+    }
+    for key in ["bytes_sent", "bytes_received"] {
+        assert_eq!(
+            tags.iter().map(|t| u(t, key)).sum::<u64>(),
+            u(s, key),
+            "tags sum to {key}\n{s:#}"
+        );
+    }
     let seconds = s["per_second"].as_array().expect("per_second array");
     assert_eq!(
         seconds.iter().map(|b| u(b, "responses")).sum::<u64>(),

@@ -408,6 +408,11 @@ impl CompiledRequest {
         out.extend_from_slice(body);
     }
 
+    /// Whether the request carries barrage's `X-Request-Id` (the plan sets none of its own).
+    pub(crate) fn sends_request_id(&self) -> bool {
+        self.request_id
+    }
+
     /// Whether the request is encoded once for every client.
     #[cfg(test)]
     pub(crate) fn is_static(&self) -> bool {

@@ -48,6 +48,7 @@ pub(crate) fn sample_results() -> ResultsFile {
             seconds_f64_bits: 10f64.to_bits(),
         }),
         merged_from: Vec::new(),
+        request_id_prefix: None,
     };
     ResultsFile {
         meta,
