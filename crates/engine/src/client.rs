@@ -1,6 +1,7 @@
 //! A client (a VU, or an arriving session): owns its connection and its session state, and
 //! runs compiled session programs with a program counter. Requests go through `exchange.rs`.
 
+use crate::session::binds::WaitSpec;
 use crate::session::custom::{sample_number, SampleSource};
 use crate::session::program::Instr;
 use crate::session::state::SessionState;
@@ -46,17 +47,29 @@ enum Ending {
     Failed,
 }
 
-/// A `times` count: the value as a number, whole iterations; anything that is not a
-/// non-negative number gives 0 iterations.
-fn loop_count(value: &CValue, cx: Eval<'_>, text: &mut String) -> u64 {
-    let number = match value {
+/// A run-time number: the value itself, or its text parsed (NaN when it is not a number).
+fn number_of(value: &CValue, cx: Eval<'_>, text: &mut String) -> f64 {
+    match value {
         CValue::Number { value, .. } => *value,
         other => {
             text.clear();
             other.write(cx, text);
-            text.trim().parse::<f64>().unwrap_or(0.0)
+            text.trim().parse::<f64>().unwrap_or(f64::NAN)
         }
-    };
+    }
+}
+
+/// A think time (none when zero).
+async fn think(pause: std::time::Duration) {
+    if !pause.is_zero() {
+        tokio::time::sleep(pause).await;
+    }
+}
+
+/// A `times` count: the value as a number, whole iterations; anything that is not a
+/// non-negative number gives 0 iterations.
+fn loop_count(value: &CValue, cx: Eval<'_>, text: &mut String) -> u64 {
+    let number = number_of(value, cx, text);
     if number.is_nan() || number < 1.0 {
         0
     } else {
@@ -134,12 +147,18 @@ impl Client {
                         return Ending::Failed;
                     }
                 }
-                Instr::Wait(wait) => {
+                Instr::Wait(spec) => {
                     intended = None;
-                    let pause = wait.sample(&mut self.rng);
-                    if !pause.is_zero() {
-                        tokio::time::sleep(pause).await;
-                    }
+                    think(spec.sample(&mut self.rng)).await;
+                }
+                Instr::WaitFor(index) => {
+                    intended = None;
+                    let seconds = number_of(
+                        &session.numbers[index as usize],
+                        self.eval(worker),
+                        &mut worker.scratch.borrow_mut().text,
+                    );
+                    think(WaitSpec::Fixed(seconds).sample(&mut self.rng)).await;
                 }
                 Instr::Check(index) => {
                     let check = session.checks[index as usize];
@@ -157,7 +176,7 @@ impl Client {
                 ),
                 Instr::LoopStart { count, end } => {
                     let count = loop_count(
-                        &session.counts[count as usize],
+                        &session.numbers[count as usize],
                         self.eval(worker),
                         &mut worker.scratch.borrow_mut().text,
                     );

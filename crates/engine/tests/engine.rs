@@ -471,6 +471,57 @@ fn waits_lengthen_sessions_but_not_latency() {
 }
 
 #[test]
+fn a_per_client_wait_reads_its_seconds_when_it_starts() {
+    let target = target();
+    let session = |seconds: Value| {
+        vec![
+            Step::Bind {
+                var: "d".into(),
+                binding: Binding::RandomNumber { min: 3, max: 3 },
+            },
+            Step::Request(get("/", 0)),
+            Step::Wait(Wait::PerClient { seconds }),
+            Step::Request(get("/", 0)),
+        ]
+    };
+    // "0." + d = 0.3 s per session, two sessions back to back.
+    let tenths = Value::Concat {
+        parts: vec![Value::text("0."), var("d")],
+    };
+    let started = Instant::now();
+    let metrics = run_plan(&scenario_plan(
+        target.addr(),
+        &["t"],
+        session(tenths),
+        closed(1, 2),
+    ));
+    assert!(
+        started.elapsed() >= Duration::from_millis(600),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(metrics.sessions.completed, 2);
+    // Text that is not a number waits nothing.
+    let not_a_number = Value::Concat {
+        parts: vec![Value::text("x"), var("d")],
+    };
+    let started = Instant::now();
+    let metrics = run_plan(&scenario_plan(
+        target.addr(),
+        &["t"],
+        session(not_a_number),
+        closed(1, 2),
+    ));
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(metrics.sessions.completed, 2);
+    target.shutdown();
+}
+
+#[test]
 fn for_ever_runs_until_the_hard_stop_and_counts_as_interrupted() {
     let target = target();
     let steps = vec![Step::ForEver {

@@ -178,6 +178,11 @@ pub enum Wait {
     Exponential {
         mean: f64,
     },
+    /// A per-client number of seconds (a variable, a row's column, ...), read when the wait
+    /// starts; anything that is not a non-negative number waits nothing.
+    PerClient {
+        seconds: Value,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -319,6 +319,7 @@ pub(crate) fn step_vars(step: &Step) -> Vec<String> {
         Step::Check(check) => values.extend([&check.condition.value, &check.condition.expected]),
         Step::If { condition, .. } => values.extend([&condition.value, &condition.expected]),
         Step::Times { count, .. } => values.push(count),
+        Step::Wait(barrage_plan::Wait::PerClient { seconds }) => values.push(seconds),
         Step::Add(sample) => match &sample.input {
             barrage_plan::SampleInput::Value { value } => values.push(value),
             barrage_plan::SampleInput::Condition { condition } => {

@@ -79,11 +79,19 @@ impl<'a> SessionBuilder<'a> {
             }
             "wait" => {
                 a.arity(args, 1, 2)?;
-                let seconds = a.non_negative(arg(0), "seconds")?;
                 let mut random = false;
                 for (key, v) in a.options(arg(1), &["random"])? {
                     random = a.bool(v, key)?;
                 }
+                if !matches!(arg(0), JsVal::Num(_)) && !random {
+                    if let seconds @ (Value::Var { .. }
+                    | Value::Column { .. }
+                    | Value::Concat { .. }) = value::value(arg(0), &a, "seconds")?
+                    {
+                        return Ok(Step::Wait(Wait::PerClient { seconds }));
+                    }
+                }
+                let seconds = a.non_negative(arg(0), "seconds")?;
                 Step::Wait(if random {
                     Wait::Random { seconds }
                 } else {

@@ -609,3 +609,23 @@ fn request_bodies_name_their_compression() {
     let e = error(&in_session("  session.get('/', {compress: 'gzip'});"));
     assert!(e.contains("`compress` needs a `payload`"), "{e}");
 }
+
+#[test]
+fn a_wait_takes_a_per_client_value() {
+    let source = in_session(
+        "  var d = session.ds.generate('random_number', {range: [1, 3]});\n  session.get('/');\n  session.wait(d);",
+    );
+    let plan = compile_source(&source, "w.js", &fixtures()).unwrap_or_else(|e| panic!("{e}"));
+    let json = serde_json::to_value(&plan.sessions[0].steps).unwrap();
+    let wait = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|step| step["kind"] == "wait")
+        .unwrap_or_else(|| panic!("no wait in {json:#}"));
+    assert_eq!(wait["distribution"], "per_client", "{wait:#}");
+    assert!(wait["seconds"].is_object(), "a value, not a number: {wait:#}");
+    // Text that is not a number is refused at plan time.
+    let e = error(&in_session("  session.wait('soon');"));
+    assert!(e.contains("`seconds`"), "{e}");
+}

@@ -118,6 +118,8 @@ impl From<&Wait> for WaitSpec {
             Wait::Random { seconds } => WaitSpec::Uniform(seconds * 0.5, seconds * 1.5),
             Wait::Uniform { min, max } => WaitSpec::Uniform(min.min(max), min.max(max)),
             Wait::Exponential { mean } => WaitSpec::Exponential(mean),
+            // Compiled into `Instr::WaitFor` (read per client), never into a spec.
+            Wait::PerClient { .. } => WaitSpec::Fixed(0.0),
         }
     }
 }

@@ -30,8 +30,9 @@ pub(crate) struct CompiledSession {
     pub conditions: Vec<CompiledCondition>,
     pub checks: Vec<CompiledCheck>,
     pub binds: Vec<CompiledBind>,
-    /// `times` counts, evaluated when their loop starts.
-    pub counts: Vec<CValue>,
+    /// Numbers read at run time: `times` counts (when their loop starts) and per-client
+    /// think times (when the wait starts).
+    pub numbers: Vec<CValue>,
     /// `session.add` samples for custom metrics.
     pub samples: Vec<custom::CompiledSample>,
     /// Variables the session uses (ids `0..var_count`).

@@ -15,13 +15,15 @@ use super::extract::Extractions;
 use super::request::{CompiledRequest, RequestContext};
 use super::values::{CValue, VarId};
 use super::{CompiledSession, SessionProblem};
-use barrage_plan::{walk_steps, Binding, DataSource, MetricDecl, Session, Step};
+use barrage_plan::{walk_steps, Binding, DataSource, MetricDecl, Session, Step, Wait};
 
 /// One instruction of a compiled session; operands index the session's tables.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Instr {
     Request(u32),
     Wait(WaitSpec),
+    /// A think time of a per-client number of seconds (index into the session's numbers).
+    WaitFor(u32),
     Check(u32),
     Bind(u32),
     LoopStart {
@@ -206,6 +208,11 @@ impl Compiler<'_, '_> {
                     self.out.requests.push(compiled);
                     self.emit(Instr::Request((self.out.requests.len() - 1) as u32));
                 }
+                Step::Wait(Wait::PerClient { seconds }) => {
+                    let seconds = CValue::compile(seconds, &mut self.scope)?;
+                    self.out.numbers.push(seconds);
+                    self.emit(Instr::WaitFor((self.out.numbers.len() - 1) as u32));
+                }
                 Step::Wait(wait) => {
                     self.emit(Instr::Wait(WaitSpec::from(wait)));
                 }
@@ -226,8 +233,8 @@ impl Compiler<'_, '_> {
                 }
                 Step::Times { count, steps } => {
                     let count = CValue::compile(count, &mut self.scope)?;
-                    self.out.counts.push(count);
-                    let count = (self.out.counts.len() - 1) as u32;
+                    self.out.numbers.push(count);
+                    let count = (self.out.numbers.len() - 1) as u32;
                     let start = self.emit(Instr::LoopStart { count, end: 0 });
                     let body = self.pc();
                     self.block(steps)?;

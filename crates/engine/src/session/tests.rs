@@ -93,7 +93,7 @@ fn nested_blocks_compile_to_flat_jumps() {
         ]
     );
     assert_eq!(session.requests.len(), 3);
-    assert_eq!(session.counts.len(), 2);
+    assert_eq!(session.numbers.len(), 2);
     assert_eq!(session.var_count, 1, "`n` is referenced, so it has an id");
 }
 
@@ -132,7 +132,7 @@ fn variables_get_ids_once_and_columns_resolve_to_indices() {
     assert_eq!(session.var_count, 2);
     assert_eq!(session.binds[0].var, 0);
     assert_eq!(session.binds[1].var, 1);
-    assert_eq!(session.counts[0], values::CValue::Var(1));
+    assert_eq!(session.numbers[0], values::CValue::Var(1));
 }
 
 #[test]
