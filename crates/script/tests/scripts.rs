@@ -624,7 +624,10 @@ fn a_wait_takes_a_per_client_value() {
         .find(|step| step["kind"] == "wait")
         .unwrap_or_else(|| panic!("no wait in {json:#}"));
     assert_eq!(wait["distribution"], "per_client", "{wait:#}");
-    assert!(wait["seconds"].is_object(), "a value, not a number: {wait:#}");
+    assert!(
+        wait["seconds"].is_object(),
+        "a value, not a number: {wait:#}"
+    );
     // Text that is not a number is refused at plan time.
     let e = error(&in_session("  session.wait('soon');"));
     assert!(e.contains("`seconds`"), "{e}");

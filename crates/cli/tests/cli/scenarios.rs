@@ -196,49 +196,55 @@ fn overrides_are_validated() {
     }
 }
 
+/// A script with the given arrivals (1 s at `rate`), test options and session code, aimed at
+/// `target_url`.
+fn script_at(name: &str, target_url: &str, rate: u32, options: &str, sessions: &str) -> PathBuf {
+    let source = format!(
+        "definition.setTarget(\"{target_url}\");\n\
+         definition.setArrivalPhases([{{ duration: 1, rate: {rate} }}]);\n\
+         definition.setTestOptions({options});\n{sessions}"
+    );
+    scratch_file(name, source.as_bytes())
+}
+
+/// Runs `script` with `extra` arguments; the JSON summary.
+fn run_summary(script: &std::path::Path, extra: &[&str]) -> Value {
+    let json = scratch_file("summary.json", b"");
+    let mut argv = vec![
+        "run",
+        script.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    argv.extend_from_slice(extra);
+    barrage(&argv, Duration::from_secs(60)).expect_success();
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
 #[test]
 fn the_same_seed_replays_every_clients_random_draws() {
     let target = Target::start();
     // Random session picks, loop counts and think times: under the same seed every arrival
     // gets the same draws, whichever order the responses come back in.
-    let script = scratch_file(
+    let script = script_at(
         "seeded.js",
-        format!(
-            r#"definition.setTarget("http://{addr}");
-definition.setArrivalPhases([{{ duration: 1, rate: 150 }}]);
-definition.setTestOptions({{ timeout: 5, gracePeriod: 10 }});
-function body(tag) {{
-  return function (session) {{
-    session.times(session.ds.generate("random_number", {{ range: [1, 20] }}), function (s) {{
-      s.get("/health", {{ tag: tag }});
+        &format!("http://{}", target.addr),
+        150,
+        "{ timeout: 5, gracePeriod: 10 }",
+        r#"function body(tag) {
+  return function (session) {
+    session.times(session.ds.generate("random_number", { range: [1, 20] }), function (s) {
+      s.get("/health", { tag: tag });
       s.waitUniform(0, 0.02);
-    }});
-  }};
-}}
+    });
+  };
+}
 definition.session("a", 1, body("a"));
 definition.session("b", 2, body("b"));
 "#,
-            addr = target.addr
-        )
-        .as_bytes(),
     );
     let counts = |seed: &str| {
-        let json = scratch_file("seeded.json", b"");
-        let out = barrage(
-            &[
-                "run",
-                script.to_str().unwrap(),
-                "--json",
-                json.to_str().unwrap(),
-                "--seed",
-                seed,
-                "--threads",
-                "2",
-            ],
-            Duration::from_secs(60),
-        );
-        out.expect_success();
-        let s: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let s = run_summary(&script, &["--seed", seed, "--threads", "2"]);
         assert_eq!(u(&s["sessions"], "interrupted"), 0, "{:#}", s["sessions"]);
         (
             u(&s["sessions"], "started"),
@@ -251,43 +257,19 @@ definition.session("b", 2, body("b"));
     assert_eq!(counts("11"), first, "(sessions, a requests, b requests)");
 }
 
-/// A one-request script aimed at `target_url`, with a request timeout of `timeout` seconds.
-fn one_request_script(name: &str, target_url: &str, path: &str, timeout: f64) -> PathBuf {
-    scratch_file(
-        name,
-        format!(
-            r#"definition.setTarget("{target_url}");
-definition.setArrivalPhases([{{ duration: 1, rate: 20 }}]);
-definition.setTestOptions({{ timeout: {timeout}, gracePeriod: 5 }});
-definition.session("one", function (session) {{
-  session.get("{path}", {{ tag: "one" }});
-}});
-"#
-        )
-        .as_bytes(),
-    )
-}
-
 #[test]
 fn target_override_sends_the_load_to_the_given_url() {
     let target = Target::start();
     // The script names a port nothing listens on; --target points at the real target.
-    let script = one_request_script("elsewhere.js", "http://127.0.0.1:9", "/health", 5.0);
-    let json = scratch_file("elsewhere.json", b"");
-    let url = format!("http://{}", target.addr);
-    let out = barrage(
-        &[
-            "run",
-            script.to_str().unwrap(),
-            "--target",
-            &url,
-            "--json",
-            json.to_str().unwrap(),
-        ],
-        Duration::from_secs(60),
+    let script = script_at(
+        "elsewhere.js",
+        "http://127.0.0.1:9",
+        20,
+        "{ timeout: 5, gracePeriod: 5 }",
+        r#"definition.session("one", function (session) { session.get("/health", { tag: "one" }); });"#,
     );
-    out.expect_success();
-    let s: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let url = format!("http://{}", target.addr);
+    let s = run_summary(&script, &["--target", &url]);
     let one = tag(&s, "one");
     assert!(u(one, "responses") > 0, "{s:#}");
     assert_eq!(u(one, "errors"), 0, "{s:#}");
@@ -301,40 +283,25 @@ fn target_override_sends_the_load_to_the_given_url() {
 #[test]
 fn requests_past_the_timeout_are_counted_and_the_run_completes() {
     let target = Target::start();
-    let script = scratch_file(
+    let script = script_at(
         "slow.js",
-        format!(
-            r#"definition.setTarget("http://{addr}");
-definition.setArrivalPhases([{{ duration: 1, rate: 20 }}]);
-definition.setTestOptions({{ timeout: 0.2, gracePeriod: 5 }});
-definition.session("s", function (session) {{
-  session.get("/health", {{ tag: "fast" }});
-  session.get("/health?delay=2000", {{ tag: "slow" }});
-}});
+        &format!("http://{}", target.addr),
+        20,
+        "{ timeout: 0.2, gracePeriod: 5 }",
+        r#"definition.session("s", function (session) {
+  session.get("/health", { tag: "fast" });
+  session.get("/health?delay=2000", { tag: "slow" });
+});
 "#,
-            addr = target.addr
-        )
-        .as_bytes(),
     );
-    let json = scratch_file("slow.json", b"");
     let started = std::time::Instant::now();
-    let out = barrage(
-        &[
-            "run",
-            script.to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
-        ],
-        Duration::from_secs(60),
-    );
-    out.expect_success();
+    let s = run_summary(&script, &[]);
     // 1 s of arrivals, each slow request given up after 0.2 s (not the target's 2 s).
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "{:?}",
         started.elapsed()
     );
-    let s: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let (fast, slow) = (tag(&s, "fast"), tag(&s, "slow"));
     let requests = u(slow, "requests");
     assert!(requests > 0, "{s:#}");
