@@ -80,23 +80,37 @@ pub fn per_tag(summary: &Summary) -> String {
     table(&head, &rows, 1)
 }
 
+/// Status codes with their share; with several tags, a column of responses per tag too.
 pub fn status_codes(summary: &Summary) -> String {
     if summary.status_codes.is_empty() {
         return "<p>No responses.</p>".into();
     }
     let total: u64 = summary.status_codes.values().sum();
+    let per_tag = if summary.tags.len() > 1 {
+        summary.tags.as_slice()
+    } else {
+        &[]
+    };
     let rows: Vec<Vec<String>> = summary
         .status_codes
         .iter()
         .map(|(code, n)| {
-            vec![
+            let mut row = vec![
                 code.to_string(),
                 n.to_string(),
                 format!("{:.2}%", *n as f64 * 100.0 / total as f64),
-            ]
+            ];
+            row.extend(
+                per_tag
+                    .iter()
+                    .map(|t| t.status_codes.get(code).copied().unwrap_or(0).to_string()),
+            );
+            row
         })
         .collect();
-    table(&["status", "responses", "share"], &rows, 1)
+    let mut head = vec!["status", "responses", "share"];
+    head.extend(per_tag.iter().map(|t| t.tag.as_str()));
+    table(&head, &rows, 1)
 }
 
 pub fn error_kinds(summary: &Summary) -> String {

@@ -138,3 +138,22 @@ fn failed_checks_do_not_fail_the_run() {
     let html = render(&results);
     assert!(html.contains(r#"class="verdict pass">PASS"#));
 }
+
+#[test]
+fn status_codes_are_broken_down_by_tag() {
+    let html = render(&sample_results());
+    // Every 50th response is a 503, all of them on the first tag (even requests).
+    assert!(
+        html.contains(r#"<th class="num">GET /</th><th class="num">POST /cart</th>"#),
+        "a column per tag"
+    );
+    assert!(
+        html.contains(
+            r#"<td>503</td><td class="num">60</td><td class="num">2.00%</td><td class="num">60</td><td class="num">0</td>"#
+        ),
+        "503s counted on their tag only"
+    );
+    assert!(html.contains(
+        r#"<td>200</td><td class="num">2940</td><td class="num">98.00%</td><td class="num">1440</td><td class="num">1500</td>"#
+    ));
+}
