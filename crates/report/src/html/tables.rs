@@ -174,6 +174,9 @@ pub fn configuration(meta: &RunMeta, summary: &Summary) -> String {
         meta.seed.map_or("random".into(), |s| s.to_string()),
     ]);
     rows.push(vec!["worker threads".into(), meta.threads.to_string()]);
+    if let Some(prefix) = &meta.request_id_prefix {
+        rows.push(vec!["X-Request-Id".into(), format!("{prefix}*")]);
+    }
     rows.push(vec![
         "sessions".into(),
         format!(

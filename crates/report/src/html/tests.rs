@@ -140,6 +140,14 @@ fn failed_checks_do_not_fail_the_run() {
 }
 
 #[test]
+fn the_request_id_prefix_is_in_the_configuration() {
+    let mut results = sample_results();
+    assert!(!render(&results).contains("X-Request-Id"));
+    results.meta.request_id_prefix = Some("1a2b3c4d-".into());
+    assert!(render(&results).contains("<td>X-Request-Id</td><td>1a2b3c4d-*</td>"));
+}
+
+#[test]
 fn status_codes_are_broken_down_by_tag() {
     let html = render(&sample_results());
     // Every 50th response is a 503, all of them on the first tag (even requests).
