@@ -484,40 +484,28 @@ fn a_per_client_wait_reads_its_seconds_when_it_starts() {
             Step::Request(get("/", 0)),
         ]
     };
-    // "0." + d = 0.3 s per session, two sessions back to back.
-    let tenths = Value::Concat {
-        parts: vec![Value::text("0."), var("d")],
+    // Two sessions back to back: how long they took, and how many completed.
+    let run_two = |seconds: Value| {
+        let started = Instant::now();
+        let metrics = run_plan(&scenario_plan(
+            target.addr(),
+            &["t"],
+            session(seconds),
+            closed(1, 2),
+        ));
+        (started.elapsed(), metrics.sessions.completed)
     };
-    let started = Instant::now();
-    let metrics = run_plan(&scenario_plan(
-        target.addr(),
-        &["t"],
-        session(tenths),
-        closed(1, 2),
-    ));
-    assert!(
-        started.elapsed() >= Duration::from_millis(600),
-        "{:?}",
-        started.elapsed()
-    );
-    assert_eq!(metrics.sessions.completed, 2);
+    let concat = |prefix: &str| Value::Concat {
+        parts: vec![Value::text(prefix), var("d")],
+    };
+    // "0." + d = 0.3 s per session.
+    let (took, completed) = run_two(concat("0."));
+    assert!(took >= Duration::from_millis(600), "{took:?}");
+    assert_eq!(completed, 2);
     // Text that is not a number waits nothing.
-    let not_a_number = Value::Concat {
-        parts: vec![Value::text("x"), var("d")],
-    };
-    let started = Instant::now();
-    let metrics = run_plan(&scenario_plan(
-        target.addr(),
-        &["t"],
-        session(not_a_number),
-        closed(1, 2),
-    ));
-    assert!(
-        started.elapsed() < Duration::from_millis(500),
-        "{:?}",
-        started.elapsed()
-    );
-    assert_eq!(metrics.sessions.completed, 2);
+    let (took, completed) = run_two(concat("x"));
+    assert!(took < Duration::from_millis(500), "{took:?}");
+    assert_eq!(completed, 2);
     target.shutdown();
 }
 
