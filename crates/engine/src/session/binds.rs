@@ -7,7 +7,7 @@
 
 use super::state::SessionState;
 use super::values::VarId;
-use barrage_plan::{Binding, DataSource, Wait};
+use barrage_plan::{Binding, DataSource, Value, Wait};
 use rand::distributions::Alphanumeric;
 use rand::Rng;
 use std::cell::Cell;
@@ -111,16 +111,17 @@ pub(crate) enum WaitSpec {
     Exponential(f64),
 }
 
-impl From<&Wait> for WaitSpec {
-    fn from(wait: &Wait) -> Self {
-        match *wait {
+impl WaitSpec {
+    /// The spec of a think time the plan fixes, or — a per-client wait — the value its
+    /// seconds are read from when the wait starts.
+    pub(crate) fn planned(wait: &Wait) -> Result<WaitSpec, &Value> {
+        Ok(match *wait {
             Wait::Fixed { seconds } => WaitSpec::Fixed(seconds),
             Wait::Random { seconds } => WaitSpec::Uniform(seconds * 0.5, seconds * 1.5),
             Wait::Uniform { min, max } => WaitSpec::Uniform(min.min(max), min.max(max)),
             Wait::Exponential { mean } => WaitSpec::Exponential(mean),
-            // Compiled into `Instr::WaitFor` (read per client), never into a spec.
-            Wait::PerClient { .. } => WaitSpec::Fixed(0.0),
-        }
+            Wait::PerClient { ref seconds } => return Err(seconds),
+        })
     }
 }
 
@@ -161,7 +162,7 @@ mod tests {
             Duration::from_millis(250)
         );
         assert_eq!(WaitSpec::Fixed(-1.0).sample(&mut rng), Duration::ZERO);
-        let random = WaitSpec::from(&Wait::Random { seconds: 2.0 });
+        let random = WaitSpec::planned(&Wait::Random { seconds: 2.0 }).unwrap();
         let mut sum = 0.0;
         for _ in 0..10_000 {
             let s = random.sample(&mut rng).as_secs_f64();

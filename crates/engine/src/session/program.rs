@@ -15,7 +15,7 @@ use super::extract::Extractions;
 use super::request::{CompiledRequest, RequestContext};
 use super::values::{CValue, VarId};
 use super::{CompiledSession, SessionProblem};
-use barrage_plan::{walk_steps, Binding, DataSource, MetricDecl, Session, Step, Wait};
+use barrage_plan::{walk_steps, Binding, DataSource, MetricDecl, Session, Step, Value};
 
 /// One instruction of a compiled session; operands index the session's tables.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -194,6 +194,13 @@ impl Compiler<'_, '_> {
         Ok((self.out.conditions.len() - 1) as u32)
     }
 
+    /// Compiles a number read at run time into the session's numbers; its index.
+    fn number(&mut self, value: &Value) -> Result<u32, SessionProblem> {
+        let value = CValue::compile(value, &mut self.scope)?;
+        self.out.numbers.push(value);
+        Ok((self.out.numbers.len() - 1) as u32)
+    }
+
     /// Compiles `steps` in order, appending to the program.
     pub(crate) fn block(&mut self, steps: &[Step]) -> Result<(), SessionProblem> {
         for step in steps {
@@ -208,13 +215,12 @@ impl Compiler<'_, '_> {
                     self.out.requests.push(compiled);
                     self.emit(Instr::Request((self.out.requests.len() - 1) as u32));
                 }
-                Step::Wait(Wait::PerClient { seconds }) => {
-                    let seconds = CValue::compile(seconds, &mut self.scope)?;
-                    self.out.numbers.push(seconds);
-                    self.emit(Instr::WaitFor((self.out.numbers.len() - 1) as u32));
-                }
                 Step::Wait(wait) => {
-                    self.emit(Instr::Wait(WaitSpec::from(wait)));
+                    let instr = match WaitSpec::planned(wait) {
+                        Ok(spec) => Instr::Wait(spec),
+                        Err(seconds) => Instr::WaitFor(self.number(seconds)?),
+                    };
+                    self.emit(instr);
                 }
                 Step::Check(check) => {
                     let condition = self.condition(&check.condition)?;
@@ -232,9 +238,7 @@ impl Compiler<'_, '_> {
                     self.emit(Instr::Bind((self.out.binds.len() - 1) as u32));
                 }
                 Step::Times { count, steps } => {
-                    let count = CValue::compile(count, &mut self.scope)?;
-                    self.out.numbers.push(count);
-                    let count = (self.out.numbers.len() - 1) as u32;
+                    let count = self.number(count)?;
                     let start = self.emit(Instr::LoopStart { count, end: 0 });
                     let body = self.pc();
                     self.block(steps)?;
