@@ -272,10 +272,7 @@ mod tests {
         use std::sync::atomic::Ordering::SeqCst;
         use std::sync::Arc;
         let pool = SharedPool::new(1, None);
-        let held = match poll_once(pin!(pool.checkout(None))) {
-            Poll::Ready(lease) => lease,
-            Poll::Pending => panic!("the slot is free"),
-        };
+        let held = checkout_now(&pool, None);
         let mut waiters = [
             Box::pin(pool.checkout(None)),
             Box::pin(pool.checkout(None)),
@@ -322,7 +319,7 @@ mod tests {
     fn checkout_now(pool: &SharedPool, preferred: Option<usize>) -> Lease<'_> {
         match poll_once(pin!(pool.checkout(preferred))) {
             Poll::Ready(lease) => lease,
-            Poll::Pending => panic!("a ready HTTP/2 slot has room"),
+            Poll::Pending => panic!("the pool has room"),
         }
     }
 
