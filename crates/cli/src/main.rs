@@ -287,7 +287,7 @@ fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
     print_out(&render_run(&finished.summary))?;
     files.write(&finished.summary)?;
     record::keep(&args.record, &finished)?;
-    Ok(finished.exit_code(true))
+    Ok(finished.exit_code())
 }
 
 fn quick_command(args: &QuickArgs) -> anyhow::Result<i32> {
@@ -319,8 +319,9 @@ fn quick_command(args: &QuickArgs) -> anyhow::Result<i32> {
     print_out(&text)?;
     files.write(&finished.summary)?;
     record::keep(&args.record, &finished)?;
-    // hey's behaviour: failed requests are reported, not an error exit.
-    Ok(finished.exit_code(false))
+    // hey's behaviour: failed requests are reported, not an error exit; but a run in which
+    // no request got a response is never a success.
+    Ok(finished.exit_code())
 }
 
 fn target_command(args: &TargetArgs) -> anyhow::Result<i32> {
@@ -361,6 +362,12 @@ fn target_command(args: &TargetArgs) -> anyhow::Result<i32> {
             Some((path, cert.fingerprint()))
         }
     };
+    // The generated certificate in the temp directory goes when the target stops (Ctrl-C,
+    // SIGTERM, SIGHUP); one written to --cert-out is the user's to keep.
+    let _temporary_cert = cert_path
+        .as_ref()
+        .filter(|_| args.cert_out.is_none())
+        .map(|(path, _)| RemoveOnDrop(path.clone()));
     let config = barrage_target::TargetConfig {
         listen,
         threads: args.threads,
@@ -379,6 +386,15 @@ fn target_command(args: &TargetArgs) -> anyhow::Result<i32> {
     })
     .context("barrage target")?;
     Ok(exit::OK)
+}
+
+/// Removes a file when dropped.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
@@ -415,6 +431,7 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
         output: None,
         threads: None,
         print_plan: false,
+        grace: None,
         outputs: OutputArgs::default(),
         record: record::RecordArgs::default(),
         protocol: Default::default(),

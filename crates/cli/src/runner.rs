@@ -1,7 +1,7 @@
 //! Runs a plan for any command: the engine on its own thread, with live progress on a TTY,
 //! live threshold checks (`abortOnFail`) and the NDJSON stream on merged snapshots, and
-//! Ctrl-C handling (first: graceful stop, running iterations get the grace period; second:
-//! stop at once; both still summarise and write every output).
+//! stop signals (Ctrl-C, SIGTERM, SIGHUP; first: graceful stop, running iterations get the
+//! grace period; second: stop at once; both still summarise and write every output).
 
 use crate::live::Live;
 use crate::outputs::Streams;
@@ -15,6 +15,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 const PROGRESS_TICK: Duration = Duration::from_millis(250);
 
@@ -23,7 +24,7 @@ const PROGRESS_TICK: Duration = Duration::from_millis(250);
 pub struct Finished {
     pub summary: Summary,
     pub results: ResultsFile,
-    /// Ctrl-C was pressed twice: the run was cut off (exit code 130).
+    /// A second stop signal (Ctrl-C, SIGTERM, SIGHUP) cut the run off (exit code 130).
     pub interrupted_twice: bool,
 }
 
@@ -39,23 +40,26 @@ pub struct RunContext {
 }
 
 impl Finished {
-    /// The exit code of a finished run: 130 after a second Ctrl-C; 1 when no request got a
-    /// response (with `unreachable_fails`); 99 when a threshold failed; else 0.
-    pub fn exit_code(&self, unreachable_fails: bool) -> i32 {
+    /// The exit code of a finished run: 130 after a second stop signal; 1 when requests were
+    /// sent and none got a response; 99 when a threshold failed; else 0.
+    pub fn exit_code(&self) -> i32 {
         let s = &self.summary;
         if self.interrupted_twice {
             return exit::INTERRUPTED_TWICE;
         }
-        if unreachable_fails && s.responses == 0 && s.errors > 0 {
-            let kinds: Vec<String> = s
+        if s.responses == 0 && (s.errors > 0 || s.interrupted_requests > 0) {
+            let mut ends: Vec<String> = s
                 .errors_by_kind
                 .iter()
                 .map(|(k, n)| format!("{k}: {n}"))
                 .collect();
+            if s.interrupted_requests > 0 {
+                ends.push(format!("still open at the end: {}", s.interrupted_requests));
+            }
             eprintln!(
-                "error: the target never answered: all {} requests failed ({})",
-                s.errors,
-                kinds.join(", ")
+                "error: no request got a response: {} sent ({})",
+                s.errors + s.interrupted_requests,
+                ends.join(", ")
             );
             return exit::RUNTIME;
         }
@@ -113,6 +117,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         control.snapshots.enable();
     }
     let show_progress = options.show_progress;
+    let grace = barrage_engine::stop_grace(plan);
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let engine = {
         let (plan, control) = (plan.clone(), control.clone());
@@ -134,9 +139,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         let mut done = done_rx;
         let mut ticker = tokio::time::interval(PROGRESS_TICK);
         let mut live_ticker = tokio::time::interval(LIVE_PERIOD);
-        // One listener for the whole run, replaced only after it fires: a fresh `ctrl_c()` per
-        // loop turn would miss a SIGINT delivered while another branch was being handled.
-        let mut interrupt = Box::pin(tokio::signal::ctrl_c());
+        let mut signals = StopSignals::listen()?;
         loop {
             tokio::select! {
                 _ = &mut done => break,
@@ -148,19 +151,18 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
                     }
                 }
                 _ = live_ticker.tick(), if live.wanted() => live.tick(&control)?,
-                signal = &mut interrupt => {
-                    interrupt = Box::pin(tokio::signal::ctrl_c());
-                    if signal.is_err() {
-                        continue;
-                    }
+                name = signals.next() => {
                     interrupts += 1;
                     match interrupts {
                         1 => {
-                            eprintln!("\ninterrupted: stopping; running iterations get the grace period, the summary covers what was done (Ctrl-C again to stop at once)");
+                            eprintln!(
+                                "\n{name}: stopping; running requests get the grace period of {}, the summary covers what was done ({name} again to stop at once)",
+                                humantime_secs(grace)
+                            );
                             control.stop.stop();
                         }
                         2 => {
-                            eprintln!("\ninterrupted twice: stopping at once, writing what was done (Ctrl-C again to quit without it)");
+                            eprintln!("\n{name} again: stopping at once, writing what was done (once more to quit without it)");
                             control.stop.stop_now();
                         }
                         _ => std::process::exit(exit::INTERRUPTED_TWICE),
@@ -238,6 +240,48 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         results,
         interrupted_twice: interrupts >= 2,
     })
+}
+
+/// The signals that stop a run: Ctrl-C (SIGINT), SIGTERM (`timeout`, `docker stop`,
+/// Kubernetes, CI cancellation) and SIGHUP (a closed terminal) all mean the same: the first
+/// stops gracefully, the second at once. Each listener lives for the whole run, so a signal
+/// delivered while another branch is handled is not missed.
+struct StopSignals {
+    interrupt: Signal,
+    terminate: Signal,
+    hangup: Signal,
+}
+
+impl StopSignals {
+    fn listen() -> anyhow::Result<Self> {
+        let listen = |kind| signal(kind).context("listening for stop signals");
+        Ok(Self {
+            interrupt: listen(SignalKind::interrupt())?,
+            terminate: listen(SignalKind::terminate())?,
+            hangup: listen(SignalKind::hangup())?,
+        })
+    }
+
+    /// The name of the next stop signal received.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            Some(()) = self.interrupt.recv() => "interrupted (Ctrl-C)",
+            Some(()) = self.terminate.recv() => "SIGTERM",
+            Some(()) = self.hangup.recv() => "SIGHUP",
+            else => std::future::pending().await,
+        }
+    }
+}
+
+/// A duration as people write it: `30s`, `1.5s`, `250ms`.
+fn humantime_secs(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
 }
 
 /// Active clients sampled at every progress tick (4 per second), kept as the peak per second:

@@ -89,6 +89,14 @@ pub struct TestOptions {
     pub http2: Http2Options,
     #[serde(default)]
     pub connections: ConnectionOptions,
+    /// How long running iterations may go on after a stop (Ctrl-C, SIGTERM, SIGHUP,
+    /// `abortOnFail`); `None`: the workload's graceful stop, or 30 s when it names none.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "duration_ms::option"
+    )]
+    pub stop_grace: Option<Duration>,
 }
 
 impl Default for TestOptions {
@@ -104,6 +112,7 @@ impl Default for TestOptions {
             tls: TlsOptions::default(),
             http2: Http2Options::default(),
             connections: ConnectionOptions::default(),
+            stop_grace: None,
         }
     }
 }

@@ -110,7 +110,11 @@ fn show(metric: &MetricSummary, stat: &str, v: f64) -> String {
 
 fn observed(result: &ThresholdResult, metric: Option<&MetricSummary>) -> String {
     let Some(v) = result.observed else {
-        return "no data".into();
+        return if result.passed {
+            "no data".into()
+        } else {
+            "no data: requests were sent, none got a response".into()
+        };
     };
     let stat = result
         .expression
@@ -174,7 +178,10 @@ pub fn render_checks(checks: &[CheckCounts], out: &mut String) {
     for check in checks {
         let total = check.passed + check.failed;
         let kind = if check.fatal { " (assert)" } else { "" };
-        if check.failed == 0 {
+        if total == 0 {
+            // A check that never ran (its request never got a response) passed nothing.
+            let _ = writeln!(out, "    - {}{kind}  never evaluated", check.name);
+        } else if check.failed == 0 {
             let _ = writeln!(out, "    ✓ {}{kind}", check.name);
         } else {
             let share = 100.0 * check.passed as f64 / total.max(1) as f64;

@@ -195,6 +195,24 @@ pub fn render_run(summary: &Summary) -> String {
             errors.join("  ")
         }
     );
+    if summary.interrupted_requests > 0 {
+        let per_tag: Vec<String> = summary
+            .tags
+            .iter()
+            .filter(|t| t.interrupted_requests > 0 && summary.tags.len() > 1)
+            .map(|t| format!("{}: {}", t.tag, t.interrupted_requests))
+            .collect();
+        let _ = writeln!(
+            out,
+            "interrupted   {} requests still open when the run ended, never answered{}",
+            summary.interrupted_requests,
+            if per_tag.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", per_tag.join("  "))
+            }
+        );
+    }
     summary.self_check.render(&summary.trust_reasons, &mut out);
     out
 }

@@ -113,11 +113,12 @@ pub fn status_codes(summary: &Summary) -> String {
     table(&head, &rows, 1)
 }
 
+/// Error kinds, and the requests still open when the run ended (per tag when several).
 pub fn error_kinds(summary: &Summary) -> String {
-    if summary.errors_by_kind.is_empty() {
+    if summary.errors_by_kind.is_empty() && summary.interrupted_requests == 0 {
         return "<p>No errors.</p>".into();
     }
-    let rows: Vec<Vec<String>> = summary
+    let mut rows: Vec<Vec<String>> = summary
         .errors_by_kind
         .iter()
         .map(|(kind, n)| {
@@ -128,6 +129,23 @@ pub fn error_kinds(summary: &Summary) -> String {
             vec![kind.clone(), description.to_string(), n.to_string()]
         })
         .collect();
+    if summary.interrupted_requests > 0 {
+        let per_tag: Vec<String> = summary
+            .tags
+            .iter()
+            .filter(|t| t.interrupted_requests > 0 && summary.tags.len() > 1)
+            .map(|t| format!("{}: {}", t.tag, t.interrupted_requests))
+            .collect();
+        let mut meaning = "still open when the run ended, never answered".to_string();
+        if !per_tag.is_empty() {
+            meaning += &format!(" ({})", per_tag.join(", "));
+        }
+        rows.push(vec![
+            "interrupted".into(),
+            meaning,
+            summary.interrupted_requests.to_string(),
+        ]);
+    }
     table(&["kind", "meaning", "count"], &rows, 2)
 }
 
