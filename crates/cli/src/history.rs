@@ -60,6 +60,11 @@ pub fn open(path: &Path) -> anyhow::Result<Connection> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
+    if !path.exists() {
+        // Owner-only, like every file a run leaves behind (SQLite keeps the mode).
+        barrage_results::open_private(path)
+            .with_context(|| format!("creating {}", path.display()))?;
+    }
     let mut conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     migrate(&mut conn).map_err(|e| usage(format!("{}: {e}", path.display())))?;

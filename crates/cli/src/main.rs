@@ -266,59 +266,49 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 }
 
 fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
-    let trend_stats = args.outputs.trend_stats()?;
     let plan = scenario::prepare(&args.file, &args.overrides.resolve()?)?;
-    let streams = args.outputs.streams(&plan.tags)?;
-    let files = args.outputs.final_files()?;
     let context = runner::RunContext {
         command: "run",
         script: Some(args.file.display().to_string()),
         overrides: args.overrides.given(),
     };
-    let finished = runner::execute(
-        &plan,
-        RunOptions {
-            show_progress: runner::progress_wanted(),
-            streams,
-            trend_stats,
-        },
-        &context,
+    let spec = runner::RunSpec::new(
+        plan,
+        context,
+        &args.outputs,
+        &args.record,
+        runner::progress_wanted(),
     )?;
+    let (finished, files) = spec.run()?;
     print_out(&render_run(&finished.summary))?;
-    files.write(&finished.summary)?;
-    record::keep(&args.record, &finished)?;
+    record::keep(&args.record, &finished, files)?;
     Ok(finished.exit_code())
 }
 
 fn quick_command(args: &QuickArgs) -> anyhow::Result<i32> {
     let format = args.output_format()?;
-    let trend_stats = args.outputs.trend_stats()?;
     let plan = quick_plan(args)?;
     if args.print_plan {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(exit::OK);
     }
-    let streams = args.outputs.streams(&plan.tags)?;
-    let files = args.outputs.final_files()?;
-    let finished = runner::execute(
-        &plan,
-        RunOptions {
-            show_progress: runner::progress_wanted() && format == OutputFormat::Text,
-            streams,
-            trend_stats,
-        },
-        &runner::RunContext {
+    let spec = runner::RunSpec::new(
+        plan,
+        runner::RunContext {
             command: "quick",
             ..Default::default()
         },
+        &args.outputs,
+        &args.record,
+        runner::progress_wanted() && format == OutputFormat::Text,
     )?;
+    let (finished, files) = spec.run()?;
     let text = match format {
         OutputFormat::Text => render_hey(&finished.summary),
         OutputFormat::Json => finished.summary.to_json() + "\n",
     };
     print_out(&text)?;
-    files.write(&finished.summary)?;
-    record::keep(&args.record, &finished)?;
+    record::keep(&args.record, &finished, files)?;
     // hey's behaviour: failed requests are reported, not an error exit; but a run in which
     // no request got a response is never a success.
     Ok(finished.exit_code())

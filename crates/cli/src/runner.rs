@@ -4,7 +4,8 @@
 //! grace period; second: stop at once; both still summarise and write every output).
 
 use crate::live::Live;
-use crate::outputs::Streams;
+use crate::outputs::{OutputArgs, OutputFiles, Streams};
+use crate::record::RecordArgs;
 use crate::usage::{exit, usage};
 use anyhow::Context;
 use barrage_engine::{LiveSnapshot, RunControl};
@@ -89,6 +90,49 @@ impl RunOptions {
             streams: Streams::default(),
             trend_stats: DEFAULT_TREND_STATS.to_vec(),
         }
+    }
+}
+
+/// A validated run: the plan, what the command line knew about it, and every output already
+/// opened. Building one does all the checking; [`RunSpec::run`] only runs.
+pub struct RunSpec {
+    pub plan: Plan,
+    pub context: RunContext,
+    pub options: RunOptions,
+    pub files: OutputFiles,
+}
+
+impl RunSpec {
+    /// Checks the output flags and opens every output before any load: a path that cannot
+    /// be written is a usage error naming its flag.
+    pub fn new(
+        plan: Plan,
+        context: RunContext,
+        outputs: &OutputArgs,
+        record: &RecordArgs,
+        show_progress: bool,
+    ) -> anyhow::Result<Self> {
+        let trend_stats = outputs.trend_stats()?;
+        let streams = outputs.streams(&plan.tags)?;
+        let mut wanted = outputs.wanted();
+        wanted.extend(record.wanted(&plan.name));
+        let files = OutputFiles::open(wanted)?;
+        Ok(Self {
+            plan,
+            context,
+            options: RunOptions {
+                show_progress,
+                streams,
+                trend_stats,
+            },
+            files,
+        })
+    }
+
+    /// Runs the plan; returns the finished run and its output files, still to be written.
+    pub fn run(self) -> anyhow::Result<(Finished, OutputFiles)> {
+        let finished = execute(&self.plan, self.options, &self.context)?;
+        Ok((finished, self.files))
     }
 }
 

@@ -7,6 +7,8 @@ mod closed;
 mod history_compare;
 #[path = "cli/never_answering.rs"]
 mod never_answering;
+#[path = "cli/outputs.rs"]
+mod outputs;
 #[path = "cli/protocols.rs"]
 mod protocols;
 #[path = "cli/report_html.rs"]
