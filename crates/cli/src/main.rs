@@ -271,6 +271,7 @@ fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
         command: "run",
         script: Some(args.file.display().to_string()),
         overrides: args.overrides.given(),
+        ..Default::default()
     };
     let spec = runner::RunSpec::new(
         plan,

@@ -33,6 +33,10 @@ pub struct OutputArgs {
     /// Trend columns of the summary, e.g. "avg,min,med,max,p(90),p(95),p(99.9)"
     #[arg(long, value_name = "STATS")]
     pub summary_trend_stats: Option<String>,
+    /// Keep this header's values out of the results, reports and history, like
+    /// Authorization, Cookie and Proxy-Authorization always are (repeatable)
+    #[arg(long, value_name = "HEADER")]
+    pub redact: Vec<String>,
 }
 
 /// Outputs streamed while the run goes on.

@@ -9,7 +9,7 @@ use crate::record::RecordArgs;
 use crate::usage::{exit, usage};
 use anyhow::Context;
 use barrage_engine::{LiveSnapshot, RunControl};
-use barrage_plan::{Aggregation, Plan, Workload};
+use barrage_plan::{redact_url, Aggregation, Plan, Redaction, Workload};
 use barrage_report::{Summary, DEFAULT_TREND_STATS};
 use barrage_results::{unix_ns, Machine, PlannedArrivalsBits, ResultsFile, RunMeta};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -38,6 +38,8 @@ pub struct RunContext {
     pub script: Option<String>,
     /// Override flags as given.
     pub overrides: BTreeMap<String, String>,
+    /// The headers whose values the results, reports and history must not hold.
+    pub redaction: Redaction,
 }
 
 impl Finished {
@@ -107,12 +109,13 @@ impl RunSpec {
     /// be written is a usage error naming its flag.
     pub fn new(
         plan: Plan,
-        context: RunContext,
+        mut context: RunContext,
         outputs: &OutputArgs,
         record: &RecordArgs,
         show_progress: bool,
     ) -> anyhow::Result<Self> {
         let trend_stats = outputs.trend_stats()?;
+        context.redaction = Redaction::new(&outputs.redact);
         let streams = outputs.streams(&plan.tags)?;
         let mut wanted = outputs.wanted();
         wanted.extend(record.wanted(&plan.name));
@@ -239,9 +242,15 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         name: plan.name.clone(),
         target: plan.target.to_string(),
         barrage_version: env!("CARGO_PKG_VERSION").to_string(),
-        plan: serde_json::to_value(plan)?,
+        // What a run keeps holds no credentials: sensitive header values, URL userinfo and
+        // data-file rows are taken out here, before anything is rendered or stored.
+        plan: serde_json::to_value(context.redaction.plan(plan))?,
         script: context.script.clone(),
-        overrides: context.overrides.clone(),
+        overrides: context
+            .overrides
+            .iter()
+            .map(|(flag, value)| (flag.clone(), redact_url(value)))
+            .collect(),
         seed: plan.options.seed,
         machine: Machine::current(),
         started_at_unix_ns,

@@ -17,6 +17,8 @@ mod report_html;
 mod results;
 #[path = "cli/scenarios.rs"]
 mod scenarios;
+#[path = "cli/secrets.rs"]
+mod secrets;
 #[path = "cli/signals.rs"]
 mod signals;
 mod support;

@@ -6,6 +6,7 @@
 
 mod duration;
 mod protocol;
+mod redact;
 mod session;
 mod target;
 mod thresholds;
@@ -17,9 +18,11 @@ pub use protocol::{
     parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion, TlsOptions,
     TlsVersion,
 };
+pub use redact::{redact_url, Redaction, REDACTED, SENSITIVE_HEADERS};
 pub use session::{
-    walk_steps, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource, Extraction,
-    Extractor, HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value, Wait,
+    walk_steps, walk_steps_mut, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource,
+    Extraction, Extractor, HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value,
+    Wait,
 };
 pub use target::{Scheme, Target, TargetError};
 pub use thresholds::{
