@@ -36,7 +36,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a test definition (JavaScript DSL, or a plan as .json)
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the plan a definition compiles to, as JSON
     Plan(PlanArgs),
     /// Load one URL, hey-style (flags as hey users know them)
