@@ -38,7 +38,7 @@ enum Command {
     /// Run a test definition (JavaScript DSL, or a plan as .json)
     Run(Box<RunArgs>),
     /// Print the plan a definition compiles to, as JSON
-    Plan(PlanArgs),
+    Plan(Box<PlanArgs>),
     /// Load one URL, hey-style (flags as hey users know them)
     Quick(Box<QuickArgs>),
     /// Run the bundled test server
