@@ -26,6 +26,27 @@ pub struct K6Summary {
 }
 
 impl K6Summary {
+    /// A threshold's observed value as shown (`p(95)=12.3ms`, `no data`).
+    pub fn observed_text(&self, result: &ThresholdResult) -> String {
+        let metric = self
+            .metrics
+            .iter()
+            .chain(self.tag_metrics.iter())
+            .find(|m| {
+                let key = match &m.tag {
+                    Some(tag) => format!("{}{{tag:{tag}}}", m.name),
+                    None => m.name.clone(),
+                };
+                key == result.metric
+            });
+        observed(result, metric)
+    }
+
+    /// A metric's statistic as shown: times as times, rates as percentages, data as bytes.
+    pub fn shown(metric: &MetricSummary, stat: &str, v: f64) -> String {
+        show(metric, stat, v)
+    }
+
     pub fn new(
         metrics: &RunMetrics,
         tags: &[String],
@@ -145,23 +166,12 @@ pub fn render_thresholds(summary: &K6Summary, out: &mut String) {
             let _ = writeln!(out, "    {}", result.metric);
             last_metric = Some(&result.metric);
         }
-        let metric = summary
-            .metrics
-            .iter()
-            .chain(summary.tag_metrics.iter())
-            .find(|m| {
-                let key = match &m.tag {
-                    Some(tag) => format!("{}{{tag:{tag}}}", m.name),
-                    None => m.name.clone(),
-                };
-                key == result.metric
-            });
         let mark = if result.passed { "✓" } else { "✗" };
         let _ = writeln!(
             out,
             "    {mark} '{}' {}",
             result.expression,
-            observed(result, metric)
+            summary.observed_text(result)
         );
     }
     if let Some(reason) = &summary.aborted_by_threshold {

@@ -178,11 +178,10 @@ pub fn configuration(meta: &RunMeta, summary: &Summary) -> String {
     if let Some(script) = &meta.script {
         rows.push(vec!["definition".into(), script.clone()]);
     }
-    if let Some(workload) = meta.plan.get("workload") {
-        rows.push(vec!["workload".into(), workload.to_string()]);
-    }
-    if let Some(options) = meta.plan.get("options") {
-        rows.push(vec!["options".into(), options.to_string()]);
+    for part in ["workload", "options"] {
+        if let Some(value) = meta.plan.get(part) {
+            flatten(part, value, &mut rows);
+        }
     }
     for (flag, value) in &meta.overrides {
         rows.push(vec![format!("--{flag}"), value.clone()]);
@@ -224,6 +223,39 @@ pub fn configuration(meta: &RunMeta, summary: &Summary) -> String {
 
 /// A JSON section the report does not model (thresholds, self-check): a list of objects as a
 /// table of their keys, anything else as formatted text.
+/// A JSON value as readable rows: one `a.b.c` → plain value per leaf (lists of plain values
+/// joined by commas, lists of objects numbered), empty parts left out.
+fn flatten(key: &str, value: &serde_json::Value, rows: &mut Vec<Vec<String>>) {
+    use serde_json::Value;
+    match value {
+        Value::Null => {}
+        Value::Object(map) => {
+            for (k, v) in map {
+                flatten(&format!("{key}.{k}"), v, rows);
+            }
+        }
+        Value::Array(items) if items.iter().any(|i| i.is_object() || i.is_array()) => {
+            for (i, item) in items.iter().enumerate() {
+                flatten(&format!("{key}[{}]", i + 1), item, rows);
+            }
+        }
+        Value::Array(items) if items.is_empty() => {}
+        Value::Array(items) => {
+            let text: Vec<String> = items.iter().map(plain).collect();
+            rows.push(vec![key.to_string(), text.join(", ")]);
+        }
+        other => rows.push(vec![key.to_string(), plain(other)]),
+    }
+}
+
+/// A plain JSON value without quotes.
+fn plain(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 pub fn json_section(value: &serde_json::Value) -> String {
     if let Some(items) = value.as_array().filter(|a| a.iter().all(|v| v.is_object())) {
         let mut keys: Vec<String> = Vec::new();
