@@ -7,7 +7,7 @@ use crate::{K6Summary, Summary};
 use std::fmt::Write;
 
 /// k6's built-in metric names; every other metric of the summary is a custom one.
-const BUILT_IN: [&str; 16] = [
+const BUILT_IN: [&str; 17] = [
     "http_reqs",
     "http_req_duration",
     "http_req_failed",
@@ -24,6 +24,7 @@ const BUILT_IN: [&str; 16] = [
     "vus",
     "vus_max",
     "checks",
+    "dropped_iterations",
 ];
 
 /// Whether no request got a response although some were sent (exit code 1).
