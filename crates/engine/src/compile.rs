@@ -62,10 +62,22 @@ pub enum CompileError {
         session: String,
         problem: SessionProblem,
     },
+    #[error("the plan asks for {0}, which this engine does not do yet")]
+    Unsupported(&'static str),
 }
 
 impl CompiledPlan {
     pub(crate) fn compile(plan: &Plan) -> Result<Self, CompileError> {
+        // Never run a plan differently from what it says.
+        if plan.options.cookies {
+            return Err(CompileError::Unsupported("a cookie jar (`cookies`)"));
+        }
+        if plan.options.proxy.is_some() {
+            return Err(CompileError::Unsupported("an HTTP proxy (`proxy`)"));
+        }
+        if plan.options.http_debug.is_some() {
+            return Err(CompileError::Unsupported("`http_debug`"));
+        }
         let authority = plan.target.authority();
         let headers = headers_with_auth(plan);
         let request_cx = RequestContext {
