@@ -62,7 +62,14 @@ impl Client {
                 Hop::Redirect(path) => {
                     hops_left -= 1;
                     let mut next = worker.request_buffers.take();
-                    redirect::next_request(&bytes, self.state.last_status, &path, &mut next);
+                    let referer = worker
+                        .run
+                        .plan
+                        .origin
+                        .as_ref()
+                        .map_or_else(String::new, |o| o.url_of(redirect::request_path(&bytes)));
+                    let status = self.state.last_status;
+                    redirect::next_request(&bytes, status, &path, &referer, &mut next);
                     let capacity = bytes.capacity();
                     worker
                         .request_buffers

@@ -1,7 +1,8 @@
 //! Redirect hops: whether a response redirects, where to (same origin only: the worker's
 //! connections all go to the plan's target), and the next request's bytes, rewritten from
 //! the last one's as Go's client (hey, k6) does: 301/302/303 turn a request other than GET or
-//! HEAD into a GET without a body; 307/308 resend method and body.
+//! HEAD into a GET without a body (other headers kept); 307/308 resend method and body; every
+//! hop names the URL it came from in `Referer`.
 
 /// The origin redirects are resolved against and must stay on (`http://host:port`).
 #[derive(Debug, Clone)]
@@ -10,6 +11,13 @@ pub(crate) struct Origin(url::Url);
 impl Origin {
     pub(crate) fn new(target: &barrage_plan::Target) -> Option<Origin> {
         url::Url::parse(&target.to_string()).ok().map(Origin)
+    }
+
+    /// The absolute URL of `path` on this origin (a redirect's `Referer`).
+    pub(crate) fn url_of(&self, path: &str) -> String {
+        self.0
+            .join(path)
+            .map_or_else(|_| String::new(), String::from)
     }
 
     /// The path and query `location` points to, when it stays on this origin.
@@ -44,12 +52,15 @@ pub(crate) fn request_path(request: &[u8]) -> &str {
     line.split(' ').nth(1).unwrap_or("/")
 }
 
-/// Headers describing a body, dropped when a hop turns into a GET without one.
-const BODY_HEADERS: [&str; 3] = ["content-length", "content-type", "content-encoding"];
-
 /// Writes into `out` the request that follows `previous` to `path` after a `status`
-/// redirect.
-pub(crate) fn next_request(previous: &[u8], status: u16, path: &str, out: &mut Vec<u8>) {
+/// redirect, coming from `referer`.
+pub(crate) fn next_request(
+    previous: &[u8],
+    status: u16,
+    path: &str,
+    referer: &str,
+    out: &mut Vec<u8>,
+) {
     out.clear();
     let head_end = previous
         .windows(4)
@@ -73,12 +84,16 @@ pub(crate) fn next_request(previous: &[u8], status: u16, path: &str, out: &mut V
     let headers = head.get(line_end + 2..).unwrap_or(&[]);
     for line in headers.split_inclusive(|&b| b == b'\n') {
         let name = line.split(|&b| b == b':').next().unwrap_or(b"");
-        let about_body = BODY_HEADERS
-            .iter()
-            .any(|h| name.eq_ignore_ascii_case(h.as_bytes()));
-        if !(becomes_get && about_body) {
+        let dropped = name.eq_ignore_ascii_case(b"referer")
+            || (becomes_get && name.eq_ignore_ascii_case(b"content-length"));
+        if !dropped {
             out.extend_from_slice(line);
         }
+    }
+    if !referer.is_empty() {
+        out.extend_from_slice(b"Referer: ");
+        out.extend_from_slice(referer.as_bytes());
+        out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(b"\r\n");
     if !becomes_get {
@@ -112,17 +127,24 @@ mod tests {
     fn a_post_redirected_by_302_becomes_a_get_without_its_body() {
         let post = b"POST /a HTTP/1.1\r\nHost: h\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nX-A: 1\r\n\r\nhi";
         let mut out = Vec::new();
-        next_request(post, 302, "/b", &mut out);
-        assert_eq!(out, b"GET /b HTTP/1.1\r\nHost: h\r\nX-A: 1\r\n\r\n");
-        next_request(post, 307, "/b", &mut out);
+        next_request(post, 302, "/b", "http://h/a", &mut out);
         assert_eq!(
             out,
-            b"POST /b HTTP/1.1\r\nHost: h\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nX-A: 1\r\n\r\nhi"
+            b"GET /b HTTP/1.1\r\nHost: h\r\nContent-Type: text/plain\r\nX-A: 1\r\nReferer: http://h/a\r\n\r\n"
+        );
+        next_request(post, 307, "/b", "http://h/a", &mut out);
+        assert_eq!(
+            out,
+            b"POST /b HTTP/1.1\r\nHost: h\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nX-A: 1\r\nReferer: http://h/a\r\n\r\nhi"
         );
         assert_eq!(request_path(post), "/a");
-        let head = b"HEAD /a HTTP/1.1\r\nHost: h\r\n\r\n";
-        next_request(head, 303, "/c", &mut out);
-        assert_eq!(out, b"HEAD /c HTTP/1.1\r\nHost: h\r\n\r\n");
+        let head = b"HEAD /a HTTP/1.1\r\nHost: h\r\nReferer: http://h/z\r\n\r\n";
+        next_request(head, 303, "/c", "http://h/a", &mut out);
+        assert_eq!(
+            out,
+            b"HEAD /c HTTP/1.1\r\nHost: h\r\nReferer: http://h/a\r\n\r\n"
+        );
+        assert_eq!(origin().url_of("/x?y=1"), "http://127.0.0.1:8080/x?y=1");
         assert!(is_redirect(308) && !is_redirect(304) && !is_redirect(300));
     }
 }
