@@ -3,6 +3,8 @@
 
 #[path = "cli/closed.rs"]
 mod closed;
+#[path = "cli/hey.rs"]
+mod hey;
 #[path = "cli/history_compare.rs"]
 mod history_compare;
 #[path = "cli/protocols.rs"]
