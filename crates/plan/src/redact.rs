@@ -1,6 +1,7 @@
 //! What a plan looks like once its secrets are taken out, for everything a run keeps (results
-//! file, reports, history): values of sensitive headers, URL userinfo, and data-file rows
-//! (the file keeps its name, a SHA-256 of its contents and its row count).
+//! file, reports, history): values of sensitive headers, basic-authentication passwords (from
+//! `-a`, URL userinfo, `setAuthentication`), URL userinfo, and data-file rows (the file keeps
+//! its name, a SHA-256 of its contents and its row count).
 
 use crate::{walk_steps_mut, Plan, Step, Value};
 
@@ -42,6 +43,9 @@ impl Redaction {
             if self.is_sensitive(&header.name) {
                 header.value = REDACTED.into();
             }
+        }
+        if let Some(credentials) = &mut plan.options.basic_auth {
+            credentials.password = REDACTED.into();
         }
         for session in &mut plan.sessions {
             walk_steps_mut(&mut session.steps, &mut |step| {
@@ -118,6 +122,7 @@ mod tests {
             data_sources: vec![],
             metrics: Default::default(),
         };
+        plan.options.basic_auth = crate::Credentials::parse_pair("ann:SECRET");
         plan.options.headers = vec![
             Header {
                 name: "Cookie".into(),
