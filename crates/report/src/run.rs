@@ -196,12 +196,7 @@ pub fn render_run(summary: &Summary) -> String {
         }
     );
     if summary.interrupted_requests > 0 {
-        let per_tag: Vec<String> = summary
-            .tags
-            .iter()
-            .filter(|t| t.interrupted_requests > 0 && summary.tags.len() > 1)
-            .map(|t| format!("{}: {}", t.tag, t.interrupted_requests))
-            .collect();
+        let per_tag = summary.interrupted_by_tag();
         let _ = writeln!(
             out,
             "interrupted   {} requests still open when the run ended, never answered{}",

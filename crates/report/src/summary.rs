@@ -204,6 +204,15 @@ fn tag_summary(name: &str, tag: &TagMetrics) -> TagSummary {
 }
 
 impl Summary {
+    /// `tag: count` of the requests still open at the end, per tag, when there are several.
+    pub fn interrupted_by_tag(&self) -> Vec<String> {
+        self.tags
+            .iter()
+            .filter(|t| t.interrupted_requests > 0 && self.tags.len() > 1)
+            .map(|t| format!("{}: {}", t.tag, t.interrupted_requests))
+            .collect()
+    }
+
     pub fn new(info: &RunInfo, metrics: &RunMetrics) -> Self {
         let total = metrics.total();
         let total_s = info.elapsed.as_secs_f64();

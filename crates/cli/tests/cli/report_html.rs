@@ -18,15 +18,22 @@ fn chromium() -> Option<&'static str> {
         })
 }
 
-#[test]
-fn html_report_draws_its_charts_in_headless_chromium() {
-    let Some(browser) = chromium() else {
-        // CI must have a browser; a developer machine without one is told, loudly.
+/// The browser for `test`: CI must have one; a developer machine without one is told, loudly.
+fn chromium_for(test: &str) -> Option<&'static str> {
+    let browser = chromium();
+    if browser.is_none() {
         assert!(
             std::env::var_os("BARRAGE_CI").is_none(),
             "chromium is not installed (.ci/run installs it)"
         );
-        eprintln!("SKIPPED html_report_draws_its_charts_in_headless_chromium: no chromium on this machine");
+        eprintln!("SKIPPED {test}: no chromium on this machine");
+    }
+    browser
+}
+
+#[test]
+fn html_report_draws_its_charts_in_headless_chromium() {
+    let Some(browser) = chromium_for("html_report_draws_its_charts_in_headless_chromium") else {
         return;
     };
     // Chromium's start-up takes the CPU for a while: not alongside timing-sensitive tests.
@@ -126,12 +133,9 @@ fn load_in_chromium(browser: &str, html: &std::path::Path, png: &std::path::Path
 /// and whose generator self-check says its figures can be trusted.
 #[test]
 fn html_verdicts_of_a_passing_a_failing_and_an_untrustworthy_run_in_chromium() {
-    let Some(browser) = chromium() else {
-        assert!(
-            std::env::var_os("BARRAGE_CI").is_none(),
-            "chromium is not installed (.ci/run installs it)"
-        );
-        eprintln!("SKIPPED html_verdicts_...: no chromium on this machine");
+    let Some(browser) =
+        chromium_for("html_verdicts_of_a_passing_a_failing_and_an_untrustworthy_run_in_chromium")
+    else {
         return;
     };
     let _heavy = heavy_lock();

@@ -130,12 +130,7 @@ pub fn error_kinds(summary: &Summary) -> String {
         })
         .collect();
     if summary.interrupted_requests > 0 {
-        let per_tag: Vec<String> = summary
-            .tags
-            .iter()
-            .filter(|t| t.interrupted_requests > 0 && summary.tags.len() > 1)
-            .map(|t| format!("{}: {}", t.tag, t.interrupted_requests))
-            .collect();
+        let per_tag = summary.interrupted_by_tag();
         let mut meaning = "still open when the run ended, never answered".to_string();
         if !per_tag.is_empty() {
             meaning += &format!(" ({})", per_tag.join(", "));
