@@ -289,7 +289,8 @@ pub struct Extraction {
 pub struct RequestStep {
     pub method: Method,
     /// Path and query, relative to the plan's target (starts with `/`). `:name` placeholders
-    /// are filled from `params` first, then from session variables, URL-encoded.
+    /// are filled from `params` first, then from session variables, as written (StormForger's
+    /// meaning): only bytes a request target cannot carry are percent-encoded.
     pub path: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub params: Vec<(String, Value)>,
