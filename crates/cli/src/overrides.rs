@@ -18,6 +18,8 @@ pub struct Overrides {
     pub vus: VuOverrides,
     /// HTTP version, TLS and connection-model flags.
     pub protocol: ProtocolArgs,
+    /// `--define NAME=VALUE` for scripts.
+    pub defines: Vec<(String, String)>,
 }
 
 /// Cuts arrival phases so they end at `limit`; a ramp cut short ends at the rate it had

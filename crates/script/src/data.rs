@@ -28,6 +28,33 @@ pub(crate) enum DataError {
     },
 }
 
+/// The largest raw file (`payload_from_file`, `getRawFile`) a plan carries.
+const RAW_FILE_LIMIT: u64 = 64 << 20;
+
+/// Reads a raw file (a request body) relative to `base_dir`.
+pub(crate) fn read_raw(name: &str, base_dir: &Path) -> Result<Vec<u8>, DataError> {
+    let path = base_dir.join(name);
+    let unreadable = |message: String| DataError::Unreadable {
+        name: name.to_string(),
+        message,
+    };
+    let meta = std::fs::metadata(&path).map_err(|_| DataError::Missing {
+        name: name.to_string(),
+        path: path.display().to_string(),
+    })?;
+    if !meta.is_file() {
+        return Err(unreadable("not a file".into()));
+    }
+    if meta.len() > RAW_FILE_LIMIT {
+        return Err(unreadable(format!(
+            "{} bytes is more than the {} MiB a request body from a file may have",
+            meta.len(),
+            RAW_FILE_LIMIT >> 20
+        )));
+    }
+    std::fs::read(&path).map_err(|e| unreadable(e.to_string()))
+}
+
 /// Loads `name` (as the script wrote it) relative to `base_dir`.
 pub(crate) fn load(name: &str, base_dir: &Path) -> Result<DataSource, DataError> {
     let path = base_dir.join(name);

@@ -3,7 +3,9 @@
 // call time, the stack of the call for its location, nested steps); the Rust side turns the
 // record into a plan and does all semantic checks. Per-client values (getVar, row.get,
 // generate, lastHttpStatus) are marker strings "\uE000...\uE001" that survive concatenation.
-(function () {
+// Called with the process environment (for `definition.env`) and the command line's
+// `--define` pairs ([path, value]); returns the record.
+(function (env, defines) {
   "use strict";
   var OPEN = "\uE000";
   var CLOSE = "\uE001";
@@ -182,6 +184,13 @@
       list.push(call("pickFrom", Array.prototype.slice.call(arguments), { var: variable }));
       return makeRow(variable, handles.get(handle));
     },
+    getRawFile: function (file) {
+      inSession("session.ds.getRawFile");
+      if (typeof file !== "string" || file === "" || file.indexOf(CLOSE) >= 0) {
+        throw dslError("`session.ds.getRawFile`: give the file's name, as a string");
+      }
+      return marker("f:" + file);
+    },
     generate: function () {
       var list = steps("session.ds.generate");
       genCount += 1;
@@ -224,6 +233,10 @@
       ir.getVars.push({ name: name, loc: here(), session: active.index });
       return marker("v:" + name);
     },
+    // StormForger's name for a value a response's extraction matched.
+    matchedValue: function (name) {
+      return session.getVar(name);
+    },
     lastHttpStatus: function () {
       inSession("session.lastHttpStatus");
       return marker("s");
@@ -242,6 +255,26 @@
   var definition = strict("definition", {
     setTarget: function () {
       ir.defs.push(call("setTarget", Array.prototype.slice.call(arguments)));
+    },
+    addTarget: function () {
+      ir.defs.push(call("addTarget", Array.prototype.slice.call(arguments)));
+    },
+    setTargets: function () {
+      ir.defs.push(call("setTargets", Array.prototype.slice.call(arguments)));
+    },
+    setAuthentication: function () {
+      ir.defs.push(call("setAuthentication", Array.prototype.slice.call(arguments)));
+    },
+    setSessionProbabilities: function () {
+      ir.defs.push(call("setSessionProbabilities", Array.prototype.slice.call(arguments)));
+    },
+    // An environment value at plan time (undefined when unset); only what is read enters
+    // the plan.
+    env: function (name) {
+      if (typeof name !== "string" || name === "") {
+        throw dslError("`definition.env`: name the environment variable, as a string");
+      }
+      return Object.prototype.hasOwnProperty.call(env, name) ? env[name] : undefined;
     },
     setArrivalPhases: function () {
       ir.defs.push(call("setArrivalPhases", Array.prototype.slice.call(arguments)));
@@ -281,5 +314,53 @@
   Object.defineProperty(globalThis, "definition", {
     value: definition, writable: false, enumerable: false, configurable: false,
   });
+
+  // `--define` as StormForger's CLI (esbuild) does it: `NAME=VALUE` replaces a global,
+  // `defines.env=VALUE` a field under one. Scripts default them with `defines = {}` and
+  // `defines.env || "staging"`, so each root is a global whose setter re-applies the
+  // command line's fields to whatever object the script assigns.
+  function applyDefines(root, object) {
+    defines.forEach(function (pair) {
+      var path = pair[0].split(".");
+      if (path[0] !== root || path.length < 2 || object === null || typeof object !== "object") {
+        return;
+      }
+      var at = object;
+      for (var i = 1; i < path.length - 1; i++) {
+        if (at[path[i]] === null || typeof at[path[i]] !== "object") {
+          at[path[i]] = {};
+        }
+        at = at[path[i]];
+      }
+      at[path[path.length - 1]] = pair[1];
+    });
+    return object;
+  }
+  var roots = ["defines"];
+  defines.forEach(function (pair) {
+    var root = pair[0].split(".")[0];
+    if (!NAME.test(root) || root === "definition") {
+      throw dslError("--define " + pair[0] + ": the name must be a global identifier or a path under one (like defines.env)");
+    }
+    if (pair[0] === root) {
+      var fixed = pair[1];
+      Object.defineProperty(globalThis, root, {
+        get: function () { return fixed; }, set: function () {}, configurable: false,
+      });
+    } else if (roots.indexOf(root) < 0) {
+      roots.push(root);
+    }
+  });
+  roots.forEach(function (root) {
+    if (Object.prototype.hasOwnProperty.call(globalThis, root)) {
+      return;
+    }
+    var current = applyDefines(root, {});
+    Object.defineProperty(globalThis, root, {
+      get: function () { return current; },
+      set: function (value) { current = applyDefines(root, value); },
+      configurable: false,
+    });
+  });
   return ir;
-})()
+})
