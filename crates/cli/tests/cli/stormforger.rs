@@ -1,0 +1,180 @@
+//! StormForger test cases run against the bundled target: the published heartbeat (only its
+//! target changed, here by `--target`) and a multi-file test case with `--define`.
+
+use crate::support::*;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn script_fixture(path: &str) -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../script/tests/fixtures")
+        .join(path)
+}
+
+fn tag<'a>(summary: &'a Value, name: &str) -> &'a Value {
+    summary["tags"]
+        .as_array()
+        .expect("tags")
+        .iter()
+        .find(|t| t["tag"] == name)
+        .unwrap_or_else(|| panic!("no tag {name} in {summary:#}"))
+}
+
+#[test]
+fn the_published_heartbeat_runs_and_its_tokens_flow() {
+    let _heavy = heavy_lock();
+    let target = Target::start_with(&["--threads", "2"]);
+    let json = scratch_file("sf-heartbeat.json", b"");
+    let script = script_fixture("sf_heartbeat.js");
+    let out = barrage(
+        &[
+            "run",
+            script.to_str().unwrap(),
+            "--target",
+            &target.url("/"),
+            "--json",
+            json.to_str().unwrap(),
+            "--threads",
+            "2",
+        ],
+        Duration::from_secs(60),
+    );
+    out.expect_success();
+    // The unused param is one warning line, naming the place.
+    let warnings: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("warning:"))
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .filter(|l| l.contains("param `id` is not used"))
+            .count()
+            == 1
+            && warnings.iter().all(|l| l.contains("sf_heartbeat.js:")),
+        "{}",
+        out.stderr
+    );
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let completed = u(&s["sessions"], "completed");
+    assert!(completed > 0, "{s:#}");
+    let tokens = u(tag(&s, "get_token"), "requests");
+    let pings = u(tag(&s, "ping"), "requests");
+    assert_eq!(tokens, completed, "{s:#}");
+    assert_eq!(pings, 3 * completed, "three pings per session");
+    // Tokens flowed: the target answers 401 to a ping without an issued token.
+    assert_eq!(
+        s["status_codes"].get("401"),
+        None,
+        "{:#}",
+        s["status_codes"]
+    );
+    assert_eq!(u(&s["status_codes"], "200"), tokens + pings);
+    let check = s["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["name"] == "token_received")
+        .expect("the check is reported");
+    assert_eq!(u(check, "failed"), 0, "{check:#}");
+    assert_eq!(u(check, "passed"), tokens);
+}
+
+#[test]
+fn a_multi_file_test_case_takes_defines_from_the_command_line() {
+    let target = Target::start();
+    let script = script_fixture("sf_modules/index.mjs");
+    let target_json = format!("\"{}\"", target.url("").trim_end_matches('/'));
+    let define = format!("defines.target={target_json}");
+    let out = barrage(
+        &[
+            "plan",
+            script.to_str().unwrap(),
+            "--define",
+            "defines.env=prod",
+            "--define",
+            &define,
+        ],
+        Duration::from_secs(30),
+    );
+    out.expect_success();
+    let plan = out.json();
+    assert_eq!(plan["target"]["port"], target.addr.port(), "{plan:#}");
+    assert!(out.stdout.contains("/hello?env=prod"), "{}", out.stdout);
+    let bad = barrage(
+        &["plan", script.to_str().unwrap(), "--define", "noequals"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(bad.code(), Some(2));
+    assert!(
+        bad.stderr.trim().lines().count() == 1 && bad.stderr.contains("--define noequals"),
+        "{}",
+        bad.stderr
+    );
+    let broken = barrage(
+        &[
+            "plan",
+            script_fixture("sf_broken/index.mjs").to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(broken.code(), Some(2));
+    assert!(
+        broken.stderr.contains("sf_broken/modules/invalid.js:3:"),
+        "{}",
+        broken.stderr
+    );
+}
+
+#[test]
+fn stormforger_meanings_reach_the_wire() {
+    let target = Target::start();
+    let source = format!(
+        r#"definition.setTarget("{url}");
+definition.setArrivalPhases([{{ duration: 1, rate: 3 }}]);
+definition.setAuthentication({{ username: "demo", password: "s3cret" }});
+definition.session("wire", function (session) {{
+  session.post("/echo?q=:q", {{
+    params: {{ q: "a/b&c" }},
+    payload: {{ user: "demo x", n: 1 }},
+    gzip: true,
+    extraction: {{ jsonpath: {{
+      rq: "raw_query", body: "body", auth: "headers.authorization",
+      ae: "$.headers['accept-encoding']", ct: "$.headers['content-type']",
+      ce: "$.headers['content-encoding']",
+    }} }},
+  }});
+  session.check("params as written", session.getVar("rq"), "==", "q=a/b&c");
+  session.check("object payload form-encoded", session.getVar("body"), "==", "user=demo%20x&n=1");
+  session.check("basic auth", session.getVar("auth"), "==", "Basic ZGVtbzpzM2NyZXQ=");
+  session.check("gzip asks for a gzip response", session.getVar("ae"), "==", "gzip");
+  session.check("form content type", session.getVar("ct"), "==", "application/x-www-form-urlencoded");
+  session.check("body sent uncompressed", session.getVar("ce"), "==", "");
+}});
+"#,
+        url = target.url("")
+    );
+    let script = scratch_file("sf-wire.js", source.as_bytes());
+    let json = scratch_file("sf-wire.json", b"");
+    barrage(
+        &[
+            "run",
+            script.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+            "--seed",
+            "7",
+        ],
+        Duration::from_secs(60),
+    )
+    .expect_success();
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let checks = s["checks"].as_array().expect("checks");
+    assert_eq!(checks.len(), 6, "{checks:#?}");
+    for check in checks {
+        assert!(u(check, "passed") > 0, "{check:#}");
+        assert_eq!(u(check, "failed"), 0, "{check:#}");
+    }
+}
