@@ -102,6 +102,9 @@ struct OverrideArgs {
     /// (`--define defines.env=prod`; VALUE is JSON, or else text); repeatable
     #[arg(long, value_name = "NAME=VALUE")]
     define: Vec<String>,
+    /// StormForger non-functional requirements (version "0.1" YAML), evaluated as thresholds
+    #[arg(long, value_name = "FILE")]
+    nfr: Option<PathBuf>,
     #[command(flatten)]
     protocol: protocol_flags::ProtocolArgs,
 }
@@ -141,6 +144,7 @@ impl OverrideArgs {
                 self.iterations.as_deref(),
             )?,
             protocol: self.protocol.clone(),
+            nfr: self.nfr.clone(),
             defines: self
                 .define
                 .iter()

@@ -43,10 +43,27 @@ pub fn load_plan(path: &Path, defines: &[(String, String)]) -> anyhow::Result<Pl
     Ok(compiled.plan)
 }
 
+/// Adds the requirements of `--nfr FILE` to the plan's thresholds (checked against its tags).
+fn add_requirements(plan: &mut Plan, overrides: &Overrides) -> anyhow::Result<()> {
+    let Some(path) = &overrides.nfr else {
+        return Ok(());
+    };
+    let requirements = barrage_script::load_nfr(path).map_err(|e| usage(e.to_string()))?;
+    for warning in &requirements.warnings {
+        eprintln!("{}: {warning}", path.display());
+    }
+    plan.metrics.thresholds.extend(requirements.thresholds);
+    plan.metrics
+        .validate(&plan.tags)
+        .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    Ok(())
+}
+
 /// `barrage plan FILE`: the compiled plan as JSON.
 pub fn plan_command(path: &Path, overrides: &Overrides) -> anyhow::Result<String> {
     let mut plan = load_plan(path, &overrides.defines)?;
     overrides.apply(&mut plan)?;
+    add_requirements(&mut plan, overrides)?;
     Ok(serde_json::to_string_pretty(&plan)? + "\n")
 }
 
@@ -54,5 +71,6 @@ pub fn plan_command(path: &Path, overrides: &Overrides) -> anyhow::Result<String
 pub fn prepare(path: &Path, overrides: &Overrides) -> anyhow::Result<Plan> {
     let mut plan = load_plan(path, &overrides.defines)?;
     overrides.apply(&mut plan)?;
+    add_requirements(&mut plan, overrides)?;
     Ok(plan)
 }

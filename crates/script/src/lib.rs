@@ -21,6 +21,7 @@ mod js;
 mod jsval;
 mod metrics;
 mod modules;
+mod nfr;
 mod protocol;
 mod request;
 mod steps;
@@ -30,6 +31,7 @@ mod workload;
 pub use definition::Compiled;
 pub use error::{Location, ScriptError};
 pub use js::ScriptInputs;
+pub use nfr::{load_nfr, parse_nfr, NfrError, Requirements};
 
 use barrage_plan::Plan;
 use std::path::Path;

@@ -178,3 +178,82 @@ definition.session("wire", function (session) {{
         assert_eq!(u(check, "failed"), 0, "{check:#}");
     }
 }
+
+/// Runs a 1 s script of `/delay/30` requests tagged `slow` with `--nfr` requirements.
+fn run_with_nfr(target: &Target, requirements: &str) -> Output {
+    let script = scratch_file(
+        "sf-nfr.js",
+        format!(
+            r#"definition.setTarget("{url}");
+definition.setArrivalPhases([{{ duration: 1, rate: 5 }}]);
+definition.session("s", function (session) {{
+  session.get("/delay/30", {{ tag: "slow" }});
+  session.check("ok", session.lastHttpStatus(), "==", 200);
+}});
+"#,
+            url = target.url("")
+        )
+        .as_bytes(),
+    );
+    let nfr = scratch_file(
+        "sf.nfr.yml",
+        format!("version: \"0.1\"\nrequirements:\n{requirements}").as_bytes(),
+    );
+    let json = scratch_file("sf-nfr.json", b"");
+    barrage(
+        &[
+            "run",
+            script.to_str().unwrap(),
+            "--nfr",
+            nfr.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    )
+}
+
+#[test]
+fn nfr_requirements_are_evaluated_like_thresholds() {
+    let target = Target::start();
+    let passing = run_with_nfr(
+        &target,
+        "- test.cluster.utilization.cpu: {select: average, test: [\"<=\", 60]}\n\
+         - http.latency: {select: {type: percentile, value: 99}, where: {tag: slow}, test: [\">=\", 30]}\n\
+         - http.latency: {enabled: false, select: {type: percentile, value: 99}, test: [\"<\", 1]}\n\
+         - http.error_ratio: {test: [\"<\", 0.01]}\n\
+         - checks: {test: [\">=\", 0.99]}\n",
+    );
+    passing.expect_success();
+    assert!(passing.stdout.contains("THRESHOLDS"), "{}", passing.stdout);
+    assert!(
+        passing.stdout.contains("http_req_duration{tag:slow}"),
+        "{}",
+        passing.stdout
+    );
+    assert!(
+        passing.stderr.contains("test.cluster.utilization.cpu"),
+        "{}",
+        passing.stderr
+    );
+    let failing = run_with_nfr(
+        &target,
+        "- http.latency: {select: {type: percentile, value: 99}, test: [\"<\", 1]}\n",
+    );
+    assert_eq!(failing.code(), Some(99), "{}", failing.stderr);
+    assert!(
+        failing.stderr.contains("thresholds have failed"),
+        "{}",
+        failing.stderr
+    );
+    let bad = run_with_nfr(
+        &target,
+        "- http.latency: {where: {tag: nope}, test: [\"<\", 1]}\n",
+    );
+    assert_eq!(bad.code(), Some(2));
+    assert!(
+        bad.stderr.contains("sf.nfr.yml") && bad.stderr.contains("nope"),
+        "{}",
+        bad.stderr
+    );
+}
