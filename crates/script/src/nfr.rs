@@ -13,8 +13,9 @@
 //! ```
 //!
 //! `http.latency` (ms) becomes `http_req_duration`, `http.error_ratio` the rate of
-//! `http_req_failed`, `checks` the rate of passed checks; `enabled: false` leaves a
-//! requirement out. What a local run has no figure for (the cloud cluster's utilisation) is
+//! `http_req_failed`, `checks` the rate of passed checks, `test.duration` (seconds) and
+//! `test.completed` barrage's run facts `run_duration` and `run_completed`; `enabled: false`
+//! leaves a requirement out. What a local run has no figure for (the cloud cluster's utilisation) is
 //! named in a warning.
 
 use barrage_plan::{Aggregation, Threshold};
@@ -147,9 +148,11 @@ fn aggregation_of(select: Option<&Value>) -> Result<Aggregation, String> {
                 .ok_or("a percentile `select` needs a `value` from 0 to 100")?;
             Aggregation::Percentile(p)
         }
-        other => return Err(format!(
+        other => {
+            return Err(format!(
             "unknown select type `{other}` (known: average, minimum, maximum, median, percentile)"
-        )),
+        ))
+        }
     })
 }
 
@@ -202,12 +205,16 @@ fn requirement(name: &str, spec: &Value, out: &mut Requirements) -> Result<(), S
         ),
         "http.error_ratio" => ("http_req_failed", Aggregation::Rate, tag_of(spec)?),
         "checks" => ("checks", Aggregation::Rate, None),
-        "test.completed" | "test.duration" => {
-            out.warnings.push(format!(
-                "warning: NFR `{name}` is not evaluated by barrage yet; the run's own exit code says whether it completed"
-            ));
+        "test.completed" => {
+            let wanted = match spec {
+                Value::Bool(b) => *b,
+                _ => return Err("expected true or false".into()),
+            };
+            let expression = format!("value=={}", u8::from(wanted));
+            out.thresholds.push(Threshold::parse("run_completed", &expression)?);
             return Ok(());
         }
+        "test.duration" => ("run_duration", Aggregation::Value, None),
         cloud if cloud.starts_with("test.cluster.") => {
             out.warnings.push(format!(
                 "warning: NFR `{cloud}` measures StormForger's cloud cluster; a local run has no such figure, so it is not evaluated"
@@ -257,6 +264,8 @@ requirements:
 - http.latency: { select: median, test: ["<", 200] }
 - http.error_ratio: ["<", 0.01]
 - checks: { test: [">=", 0.99] }
+- test.completed: true
+- test.duration: [">", 600]
 "#,
         )
         .unwrap();
@@ -274,6 +283,8 @@ requirements:
             ("http_req_duration", "med<200"),
             ("http_req_failed", "rate<0.01"),
             ("checks", "rate>=0.99"),
+            ("run_completed", "value==1"),
+            ("run_duration", "value>600"),
         ];
         assert_eq!(
             rules,

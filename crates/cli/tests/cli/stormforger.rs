@@ -222,12 +222,16 @@ fn nfr_requirements_are_evaluated_like_thresholds() {
          - http.latency: {select: {type: percentile, value: 99}, where: {tag: slow}, test: [\">=\", 30]}\n\
          - http.latency: {enabled: false, select: {type: percentile, value: 99}, test: [\"<\", 1]}\n\
          - http.error_ratio: {test: [\"<\", 0.01]}\n\
-         - checks: {test: [\">=\", 0.99]}\n",
+         - checks: {test: [\">=\", 0.99]}\n\
+         - test.completed: true\n\
+         - test.duration: [\">=\", 0.5]\n",
     );
     passing.expect_success();
     assert!(passing.stdout.contains("THRESHOLDS"), "{}", passing.stdout);
     assert!(
-        passing.stdout.contains("http_req_duration{tag:slow}"),
+        passing.stdout.contains("http_req_duration{tag:slow}")
+            && passing.stdout.contains("run_completed")
+            && passing.stdout.contains("run_duration"),
         "{}",
         passing.stdout
     );
@@ -256,4 +260,12 @@ fn nfr_requirements_are_evaluated_like_thresholds() {
         "{}",
         bad.stderr
     );
+}
+
+#[test]
+fn a_run_shorter_than_the_required_test_duration_fails_its_nfr() {
+    let target = Target::start();
+    let out = run_with_nfr(&target, "- test.duration: [\">\", 600]\n");
+    assert_eq!(out.code(), Some(99), "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("run_duration"), "{}", out.stdout);
 }
