@@ -156,25 +156,30 @@ pub(crate) fn build(
     def.into_plan(name, file, tags, data_sources, record)
 }
 
-/// Loads every data file once (by resolved path); returns the sources and, for each load
-/// handle, its source index.
+/// Loads every data file once (by resolved path and options); returns the sources and, for
+/// each load handle, its source index.
 fn load_data(
     record: &Record,
     base_dir: &Path,
 ) -> Result<(Vec<DataSource>, Vec<usize>), ScriptError> {
     let mut data_sources = Vec::new();
-    let mut paths: Vec<PathBuf> = Vec::new();
+    let mut loaded: Vec<(PathBuf, data::LoadOptions)> = Vec::new();
     let mut sources = Vec::new();
     for load in &record.loads {
+        let a = Args {
+            what: "`session.ds.loadStructured`",
+            loc: &load.loc,
+        };
+        let options = data::LoadOptions::read(&load.options, &a)?;
         let joined = base_dir.join(&load.file);
         let path = joined.canonicalize().unwrap_or(joined);
-        if let Some(i) = paths.iter().position(|p| *p == path) {
+        if let Some(i) = loaded.iter().position(|(p, o)| *p == path && *o == options) {
             sources.push(i);
             continue;
         }
-        let source = data::load(&load.file, base_dir)
+        let source = data::load(&load.file, base_dir, &options)
             .map_err(|e| ScriptError::dsl(&load.loc, e.to_string()))?;
-        paths.push(path);
+        loaded.push((path, options));
         data_sources.push(source);
         sources.push(data_sources.len() - 1);
     }

@@ -31,6 +31,8 @@ pub(crate) struct Call {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Load {
     pub file: String,
+    /// The options object (`Null` when none was given).
+    pub options: JsVal,
     pub loc: Location,
 }
 
@@ -300,6 +302,7 @@ fn read_record(record: &JsVal, files: &[&str]) -> Record {
             .iter()
             .map(|load| Load {
                 file: string(load.get("file")),
+                options: load.get("options").clone(),
                 loc: loc(load),
             })
             .collect(),

@@ -11,7 +11,7 @@
   var CLOSE = "\uE001";
   var NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
   var ir = { defs: [], loads: [], getVars: [], columns: [] };
-  var loadHandles = new Map(); // file name -> handle object
+  var loadHandles = new Map(); // file name and options -> handle object
   var handles = new WeakMap(); // handle object -> index into ir.loads
   var rowVars = new WeakMap(); // row object -> bound variable
   var current = null; // the session being recorded: { index, stack: [steps...] }
@@ -155,21 +155,26 @@
   }
 
   var ds = strict("session.ds", {
-    loadStructured: function (file) {
+    // Options are those of a StormForger structured data source: `delimiter` (one
+    // character), `fields` (column names, for a file without a header row) and
+    // `first_row_headers`.
+    loadStructured: function (file, options) {
       inSession("session.ds.loadStructured");
       if (typeof file !== "string" || file === "") {
         throw dslError("`session.ds.loadStructured`: give the data file's name, as a string");
       }
-      if (arguments.length > 1) {
-        throw dslError("`session.ds.loadStructured` takes one argument, the file name");
+      if (arguments.length > 2) {
+        throw dslError("`session.ds.loadStructured` takes the file name and an options object");
       }
-      if (loadHandles.has(file)) {
-        return loadHandles.get(file);
+      var copied = snapshot(options === undefined ? null : options, 0);
+      var key = file + "\u0000" + JSON.stringify(copied);
+      if (loadHandles.has(key)) {
+        return loadHandles.get(key);
       }
       var handle = Object.freeze({ file: file });
       handles.set(handle, ir.loads.length);
-      ir.loads.push({ file: file, loc: here() });
-      loadHandles.set(file, handle);
+      ir.loads.push({ file: file, options: copied, loc: here() });
+      loadHandles.set(key, handle);
       return handle;
     },
     pickFrom: function (handle) {

@@ -96,7 +96,9 @@ fn stormforger_verbs_and_options_plan_with_their_meaning() {
     }
     // An object payload is form-encoded.
     assert!(matches!(&browse[2].body, Some(Body::Form { fields }) if fields.len() == 2));
-    let upload = requests(&compiled, 1);
+    assert_eq!(plan.data_sources[0].columns, vec!["name", "password"]);
+    assert_eq!(plan.data_sources[0].rows[1], vec!["bob", "builder"]);
+    let upload = &requests(&compiled, 1)[1..];
     assert_eq!(
         upload[0].body,
         Some(Body::Raw {
@@ -188,6 +190,10 @@ fn bad_stormforger_input_is_one_line_naming_the_place() {
         (
             "definition.setTarget('http://a:1');\ndefinition.setArrivalPhases([{duration: 1, rate: 1}]);\ndefinition.session('s', function (s) { s.post('/', {payload_from_file: 'nope.bin'}); });",
             "bad.js:3:42: `session.post`: data file `nope.bin` not found",
+        ),
+        (
+            "definition.setTarget('http://a:1');\ndefinition.setArrivalPhases([{duration: 1, rate: 1}]);\ndefinition.session('s', function (s) { s.ds.loadStructured('channels.csv', {delimiter: ';;'}); s.get('/'); });",
+            "bad.js:3:45: `session.ds.loadStructured`: `delimiter` must be one ASCII character",
         ),
         (
             "definition.setTarget('http://a:1');\ndefinition.setAuthentication({username: 'a:b', password: 'x'});",
