@@ -14,6 +14,7 @@
   var loadHandles = new Map(); // file name and options -> handle object
   var handles = new WeakMap(); // handle object -> index into ir.loads
   var rowVars = new WeakMap(); // row object -> bound variable
+  var generators = new Map(); // session.ds.define name -> generate arguments
   var current = null; // the session being recorded: { index, stack: [steps...] }
   var sessionCount = 0;
   var rowCount = 0;
@@ -195,6 +196,39 @@
         throw dslError("`session.ds.getRawFile`: give the file's name, as a string");
       }
       return marker("f:" + file);
+    },
+    // A named generator: define(name, {type, ...options}) or define(name, type, options);
+    // generateFrom(name) then draws from it like generate(type, options).
+    define: function (name, spec, options) {
+      inSession("session.ds.define");
+      if (typeof name !== "string" || name === "") {
+        throw dslError("`session.ds.define`: give the generator a name, as a string");
+      }
+      var kind = spec;
+      var rest = options;
+      if (spec !== null && typeof spec === "object") {
+        kind = spec.type;
+        rest = {};
+        Object.keys(spec).forEach(function (key) {
+          if (key !== "type") {
+            rest[key] = spec[key];
+          }
+        });
+      }
+      if (typeof kind !== "string") {
+        throw dslError("`session.ds.define`: name the generator's type (random_number, random_string, uuid)");
+      }
+      generators.set(name, rest === undefined ? [kind] : [kind, snapshot(rest, 0)]);
+    },
+    generateFrom: function (name) {
+      inSession("session.ds.generateFrom");
+      if (!generators.has(name)) {
+        throw dslError(
+          "`session.ds.generateFrom`: no generator named `" + String(name) +
+            "` (define it first with session.ds.define)"
+        );
+      }
+      return ds.generate.apply(null, generators.get(name));
     },
     generate: function () {
       var list = steps("session.ds.generate");

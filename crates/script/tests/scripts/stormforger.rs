@@ -98,7 +98,17 @@ fn stormforger_verbs_and_options_plan_with_their_meaning() {
     assert!(matches!(&browse[2].body, Some(Body::Form { fields }) if fields.len() == 2));
     assert_eq!(plan.data_sources[0].columns, vec!["name", "password"]);
     assert_eq!(plan.data_sources[0].rows[1], vec!["bob", "builder"]);
-    let upload = &requests(&compiled, 1)[1..];
+    let upload = &requests(&compiled, 1)[2..];
+    assert!(
+        plan.sessions[1].steps.iter().any(|s| matches!(
+            s,
+            Step::Bind {
+                binding: barrage_plan::Binding::RandomNumber { min: 1, max: 20 },
+                ..
+            }
+        )),
+        "generateFrom draws from the defined generator"
+    );
     assert_eq!(
         upload[0].body,
         Some(Body::Raw {
