@@ -9,8 +9,8 @@ use crate::jsval::{Args, JsVal};
 use crate::steps::{SessionBuilder, Tags};
 use crate::ScriptError;
 use barrage_plan::{
-    ArrivalPhase, DataSource, Header, OpenArrivals, Plan, Session, Target, TestOptions, Workload,
-    PLAN_FORMAT_VERSION,
+    ArrivalPhase, Credentials, DataSource, Header, OpenArrivals, Plan, Session, Target,
+    TestOptions, Workload, PLAN_FORMAT_VERSION,
 };
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -83,7 +83,7 @@ pub(crate) fn build(
     }
     let mut def = Definition::default();
     let mut tags = Tags::default();
-    let authorization = authorization(record)?;
+    def.options.basic_auth = authentication(record)?;
     for call in &record.defs {
         let what = format!("`definition.{}`", call.verb);
         let a = Args {
@@ -137,7 +137,6 @@ pub(crate) fn build(
             "session" => {
                 let index = def.sessions.len();
                 let mut builder = SessionBuilder::new(&mut tags, &sources, base_dir);
-                builder.authorization = authorization.clone();
                 let (session, probability) = session(record, index, call, &a, &mut builder)?;
                 def.origins.append(&mut builder.origins);
                 def.warnings.append(&mut builder.warnings);
@@ -187,9 +186,9 @@ fn load_data(
 }
 
 /// `definition.setAuthentication({username, password})`, wherever in the script it is: the
-/// `Authorization: Basic` value every request sends.
-fn authorization(record: &Record) -> Result<Option<String>, ScriptError> {
-    let mut found: Option<(String, &Location)> = None;
+/// credentials every request sends (`Authorization: Basic`).
+fn authentication(record: &Record) -> Result<Option<Credentials>, ScriptError> {
+    let mut found: Option<(Credentials, &Location)> = None;
     for call in record.defs.iter().filter(|c| c.verb == "setAuthentication") {
         let a = Args {
             what: "`definition.setAuthentication`",
@@ -206,16 +205,17 @@ fn authorization(record: &Record) -> Result<Option<String>, ScriptError> {
                 None => Err(a.err(format_args!("`{key}` is missing"))),
             }
         };
-        let user = field("username")?;
-        if user.contains(':') {
+        let username = field("username")?;
+        if username.contains(':') {
             return Err(a.err("`username` must not contain `:` (basic authentication joins user and password with it)"));
         }
-        let credentials = format!("{user}:{}", field("password")?);
-        use base64::Engine as _;
-        let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
-        found = Some((format!("Basic {encoded}"), &call.loc));
+        let credentials = Credentials {
+            username: username.to_string(),
+            password: field("password")?.to_string(),
+        };
+        found = Some((credentials, &call.loc));
     }
-    Ok(found.map(|(value, _)| value))
+    Ok(found.map(|(credentials, _)| credentials))
 }
 
 fn session(
@@ -322,6 +322,10 @@ impl Definition {
                 "{}: warning: {}: the path `{path}` of the target is not put before request paths; requests go where their own paths (or absolute URLs) say",
                 a.loc, a.what
             ));
+        }
+        if self.options.basic_auth.is_none() {
+            // `http://user:pass@host` authenticates every request, as in StormForger.
+            self.options.basic_auth = Credentials::from_url(&full);
         }
         self.target = Some((target, call.loc.clone()));
         Ok(())

@@ -122,18 +122,6 @@ impl SessionBuilder<'_> {
                 value: Value::text("gzip"),
             });
         }
-        if let Some(auth) = &self.authorization {
-            if !request
-                .headers
-                .iter()
-                .any(|h| h.name.eq_ignore_ascii_case("authorization"))
-            {
-                request.headers.push(HeaderField {
-                    name: "Authorization".into(),
-                    value: Value::text(auth.clone()),
-                });
-            }
-        }
         if request.compress.is_some() && request.body.is_none() {
             return Err(a.err("`compress` needs a `payload` to compress"));
         }

@@ -39,8 +39,6 @@ pub(crate) struct SessionBuilder<'a> {
     pub uses: Vec<(String, Location)>,
     /// Where raw files (`payload_from_file`, `session.ds.getRawFile`) are read from.
     pub base_dir: &'a Path,
-    /// `Authorization` header value every request sends (`definition.setAuthentication`).
-    pub authorization: Option<String>,
     /// Origins of requests written as absolute URLs, checked against the target.
     pub origins: Vec<(Target, Location)>,
     /// One-line warnings (`FILE:LINE:COL: warning: ...`).
@@ -55,7 +53,6 @@ impl<'a> SessionBuilder<'a> {
             bound: HashSet::new(),
             uses: Vec::new(),
             base_dir,
-            authorization: None,
             origins: Vec::new(),
             warnings: Vec::new(),
         }
