@@ -276,6 +276,10 @@ pub enum Extractor {
     Regexp { pattern: String },
     /// A response header, by name (case-insensitive).
     Header { name: String },
+    /// An XPath 1.0 expression over the (decompressed) body parsed as XML; the string value
+    /// of its result (of the first node, for a node set).
+    #[serde(rename = "xpath")]
+    XPath { expression: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

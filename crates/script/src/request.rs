@@ -309,7 +309,7 @@ fn headers(js: &JsVal, a: &Args) -> Result<Vec<HeaderField>, ScriptError> {
 
 fn extraction(js: &JsVal, a: &Args) -> Result<Vec<Extraction>, ScriptError> {
     let mut extractions: Vec<Extraction> = Vec::new();
-    for (kind, map) in a.options(js, &["jsonpath", "regexp", "header"])? {
+    for (kind, map) in a.options(js, &["jsonpath", "regexp", "header", "xpath"])? {
         for (var, expression) in a.map(map, &format!("extraction.{kind}"))? {
             let field = format!("extraction.{kind}.{var}");
             if !is_var_name(var) {
@@ -362,6 +362,20 @@ fn extraction(js: &JsVal, a: &Args) -> Result<Vec<Extraction>, ScriptError> {
                     }
                     Extractor::Regexp {
                         pattern: text.into(),
+                    }
+                }
+                "xpath" => {
+                    match sxd_xpath::Factory::new().build(text) {
+                        Ok(Some(_)) => {}
+                        Ok(None) => return Err(a.err(format_args!("`{field}` is empty"))),
+                        Err(e) => {
+                            return Err(
+                                a.err(format_args!("`{field}`: invalid XPath `{text}`: {e}"))
+                            )
+                        }
+                    }
+                    Extractor::XPath {
+                        expression: text.into(),
                     }
                 }
                 _ => Extractor::Header { name: text.into() },

@@ -176,9 +176,12 @@ fn unknown_option_keys_are_named() {
     let e = error(&in_session("  session.wait(1, {randm: true});"));
     assert!(e.contains("unknown option `randm`"), "{e}");
     let e = error(&format!(
-        "{HEAD}definition.session('s', function (session) {{ session.get('/', {{extraction: {{xpath: {{a: '//a'}}}}}}); }});"
+        "{HEAD}definition.session('s', function (session) {{ session.get('/', {{extraction: {{css: {{a: 'a'}}}}}}); }});"
     ));
-    assert!(e.contains("unknown option `xpath`"), "{e}");
+    assert!(
+        e.contains("unknown option `css` (known: jsonpath, regexp, header, xpath)"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -152,6 +152,12 @@ definition.session("wire", function (session) {{
   session.check("gzip asks for a gzip response", session.getVar("ae"), "==", "gzip");
   session.check("form content type", session.getVar("ct"), "==", "application/x-www-form-urlencoded");
   session.check("body sent uncompressed", session.getVar("ce"), "==", "");
+  session.get("/base64/PGZlZWQ-PGVudHJ5IGlkPSJlMSI-PHRpdGxlPkZpcnN0PC90aXRsZT48L2VudHJ5PjwvZmVlZD4=", {{
+    tag: "xml",
+    extraction: {{ xpath: {{ title: "/feed/entry/title", id: "//entry/@id" }} }},
+  }});
+  session.check("xpath title", session.getVar("title"), "==", "First");
+  session.check("xpath attribute", session.getVar("id"), "==", "e1");
 }});
 "#,
         url = target.url("")
@@ -172,7 +178,7 @@ definition.session("wire", function (session) {{
     .expect_success();
     let s: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let checks = s["checks"].as_array().expect("checks");
-    assert_eq!(checks.len(), 6, "{checks:#?}");
+    assert_eq!(checks.len(), 8, "{checks:#?}");
     for check in checks {
         assert!(u(check, "passed") > 0, "{check:#}");
         assert_eq!(u(check, "failed"), 0, "{check:#}");

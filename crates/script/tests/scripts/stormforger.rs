@@ -205,6 +205,10 @@ fn bad_stormforger_input_is_one_line_naming_the_place() {
             "bad.js:3:45: `session.ds.loadStructured`: `delimiter` must be one ASCII character",
         ),
         (
+            "definition.setTarget('http://a:1');\ndefinition.setArrivalPhases([{duration: 1, rate: 1}]);\ndefinition.session('s', function (s) { s.get('/', {extraction: {xpath: {t: '//['}}}); });",
+            "bad.js:3:42: `session.get`: `extraction.xpath.t`: invalid XPath `//[`",
+        ),
+        (
             "definition.setTarget('http://a:1');\ndefinition.setAuthentication({username: 'a:b', password: 'x'});",
             "bad.js:2:12: `definition.setAuthentication`: `username` must not contain `:`",
         ),
