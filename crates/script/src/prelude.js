@@ -384,7 +384,7 @@
     if (pair[0] === root) {
       var fixed = pair[1];
       Object.defineProperty(globalThis, root, {
-        get: function () { return fixed; }, set: function () {}, configurable: false,
+        get: function () { return fixed; }, set: function () {}, configurable: true,
       });
     } else if (roots.indexOf(root) < 0) {
       roots.push(root);
@@ -398,7 +398,8 @@
     Object.defineProperty(globalThis, root, {
       get: function () { return current; },
       set: function (value) { current = applyDefines(root, value); },
-      configurable: false,
+      // Configurable, so a script's own `let defines` / `const defines` still declares.
+      configurable: true,
     });
   });
   return ir;

@@ -235,3 +235,15 @@ fn credentials_in_the_target_url_authenticate_every_request() {
         ("u x", "p:w")
     );
 }
+
+#[test]
+fn a_script_may_declare_its_own_defines() {
+    for declaration in ["const", "let", "var"] {
+        let source = format!(
+            "{declaration} defines = {{ target: 'http://127.0.0.1:1' }};\ndefinition.setTarget(defines.target);\ndefinition.setArrivalPhases([{{duration: 1, rate: 1}}]);\ndefinition.session('s', function (s) {{ s.get('/'); }});"
+        );
+        let plan = barrage_script::compile_source(&source, "t.js", &fixtures())
+            .unwrap_or_else(|e| panic!("{declaration}: {e}"));
+        assert_eq!(plan.target.port, 1);
+    }
+}
