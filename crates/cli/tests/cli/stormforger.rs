@@ -12,15 +12,6 @@ fn script_fixture(path: &str) -> PathBuf {
         .join(path)
 }
 
-fn tag<'a>(summary: &'a Value, name: &str) -> &'a Value {
-    summary["tags"]
-        .as_array()
-        .expect("tags")
-        .iter()
-        .find(|t| t["tag"] == name)
-        .unwrap_or_else(|| panic!("no tag {name} in {summary:#}"))
-}
-
 #[test]
 fn the_published_heartbeat_runs_and_its_tokens_flow() {
     let _heavy = heavy_lock();

@@ -138,35 +138,26 @@ pub(crate) enum Encoding {
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
+/// Appends `text` to `out`, percent-encoding every byte `keep` does not keep.
+fn percent_encode(text: &str, out: &mut Vec<u8>, keep: fn(u8) -> bool) {
+    for &b in text.as_bytes() {
+        if keep(b) {
+            out.push(b);
+        } else {
+            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        }
+    }
+}
+
 /// Appends `text` to `out` in `encoding`.
 pub(crate) fn encode_into(encoding: Encoding, text: &str, out: &mut Vec<u8>) {
     match encoding {
         Encoding::Plain => out.extend_from_slice(text.as_bytes()),
-        Encoding::Url => {
-            for &b in text.as_bytes() {
-                if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-                    out.push(b);
-                } else {
-                    out.extend_from_slice(&[
-                        b'%',
-                        HEX[usize::from(b >> 4)],
-                        HEX[usize::from(b & 15)],
-                    ]);
-                }
-            }
-        }
+        Encoding::Url => percent_encode(text, out, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+        }),
         Encoding::AsWritten => {
-            for &b in text.as_bytes() {
-                if (0x21..0x7f).contains(&b) && b != b'#' {
-                    out.push(b);
-                } else {
-                    out.extend_from_slice(&[
-                        b'%',
-                        HEX[usize::from(b >> 4)],
-                        HEX[usize::from(b & 15)],
-                    ]);
-                }
-            }
+            percent_encode(text, out, |b| (0x21..0x7f).contains(&b) && b != b'#')
         }
         Encoding::JsonString => {
             for &b in text.as_bytes() {
