@@ -266,3 +266,34 @@ fn a_run_shorter_than_the_required_test_duration_fails_its_nfr() {
     assert_eq!(out.code(), Some(99), "{}\n{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("run_duration"), "{}", out.stdout);
 }
+
+#[test]
+fn definition_env_reads_the_environment_at_plan_time() {
+    let script = scratch_file(
+        "sf-env.js",
+        b"definition.setTarget(definition.env('SF_TARGET') || 'http://127.0.0.1:1');\n\
+definition.setArrivalPhases([{ duration: 1, rate: 1 }]);\n\
+definition.session('s', function (s) { s.get('/' + (definition.env('SF_PATH') || 'unset')); });\n",
+    );
+    let plan = |vars: &[(&str, &str)]| -> Value {
+        let mut command = std::process::Command::new(BIN);
+        command.args(["plan", script.to_str().unwrap()]);
+        command.env_remove("SF_TARGET").env_remove("SF_PATH");
+        for (k, v) in vars {
+            command.env(k, v);
+        }
+        let out = command.output().expect("run barrage plan");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let unset = plan(&[]);
+    assert_eq!(unset["target"]["port"], 1);
+    assert_eq!(unset["tags"][0], "GET /unset");
+    let set = plan(&[("SF_TARGET", "http://127.0.0.1:2"), ("SF_PATH", "from-env")]);
+    assert_eq!(set["target"]["port"], 2);
+    assert_eq!(set["tags"][0], "GET /from-env");
+}
