@@ -297,3 +297,28 @@ definition.session('s', function (s) { s.get('/' + (definition.env('SF_PATH') ||
     assert_eq!(set["target"]["port"], 2);
     assert_eq!(set["tags"][0], "GET /from-env");
 }
+
+#[test]
+fn the_stormforger_example_plans_with_its_requirements() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/stormforger");
+    let out = barrage(
+        &[
+            "plan",
+            dir.join("index.mjs").to_str().unwrap(),
+            "--define",
+            "defines.pings=5",
+            "--nfr",
+            dir.join("requirements.yml").to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    out.expect_success();
+    let plan = out.json();
+    assert_eq!(
+        plan["metrics"]["thresholds"].as_array().unwrap().len(),
+        4,
+        "{plan:#}"
+    );
+    assert!(out.stdout.contains("\"value\": 5.0"), "{}", out.stdout);
+    assert!(out.stderr.contains("cluster"), "{}", out.stderr);
+}
