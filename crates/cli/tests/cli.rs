@@ -23,6 +23,8 @@ mod scenarios;
 mod secrets;
 #[path = "cli/signals.rs"]
 mod signals;
+#[path = "cli/stormforger.rs"]
+mod stormforger;
 mod support;
 #[path = "cli/thresholds.rs"]
 mod thresholds;

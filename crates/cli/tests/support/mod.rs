@@ -490,3 +490,13 @@ impl Drop for Stalled {
         }
     }
 }
+
+/// The summary's entry for the request tag `name`.
+pub fn tag<'a>(summary: &'a Value, name: &str) -> &'a Value {
+    summary["tags"]
+        .as_array()
+        .expect("tags")
+        .iter()
+        .find(|t| t["tag"] == name)
+        .unwrap_or_else(|| panic!("no tag {name} in {summary:#}"))
+}
