@@ -52,6 +52,8 @@ pub(crate) struct CompiledPlan {
     pub custom: Vec<(String, CustomKind)>,
     /// The target's origin, that redirects resolve against.
     pub origin: Option<Origin>,
+    /// Each client keeps a cookie jar.
+    pub cookies: bool,
 }
 
 /// Why a plan cannot be compiled for execution.
@@ -69,9 +71,6 @@ pub enum CompileError {
 impl CompiledPlan {
     pub(crate) fn compile(plan: &Plan) -> Result<Self, CompileError> {
         // Never run a plan differently from what it says.
-        if plan.options.cookies {
-            return Err(CompileError::Unsupported("a cookie jar (`cookies`)"));
-        }
         if plan.options.proxy.is_some() {
             return Err(CompileError::Unsupported("an HTTP proxy (`proxy`)"));
         }
@@ -86,6 +85,7 @@ impl CompiledPlan {
             accept_gzip: plan.options.compression,
             headers: &headers,
             max_redirects: plan.options.max_redirects,
+            cookies: plan.options.cookies,
         };
         let mut sessions = Vec::with_capacity(plan.sessions.len());
         let mut cumulative_weights = Vec::with_capacity(plan.sessions.len());
@@ -120,6 +120,7 @@ impl CompiledPlan {
                 .map(|d| (d.name.clone(), custom_kind(d.kind)))
                 .collect(),
             origin: Origin::new(&plan.target),
+            cookies: plan.options.cookies,
         })
     }
 

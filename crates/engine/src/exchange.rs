@@ -53,9 +53,25 @@ impl Client {
         let request_id = request.sends_request_id().then_some(id_number);
         let mut start = intended;
         let mut hops_left = request.max_redirects;
+        let mut with_cookies = self.jar.is_some().then(|| worker.request_buffers.take());
         let ok = loop {
+            let sending = match (&mut self.jar, &mut with_cookies) {
+                (Some(jar), Some(buffer)) => {
+                    let url = worker
+                        .run
+                        .plan
+                        .origin
+                        .as_ref()
+                        .and_then(|origin| origin.url(redirect::request_path(&bytes)));
+                    match url {
+                        Some(url) if jar.add_to(&url, &bytes, buffer) => &buffer[..],
+                        _ => &bytes[..],
+                    }
+                }
+                _ => &bytes[..],
+            };
             match self
-                .hop(worker, request, &bytes, start, request_id, hops_left > 0)
+                .hop(worker, request, sending, start, request_id, hops_left > 0)
                 .await
             {
                 Hop::Done(ok) => break ok,
@@ -80,6 +96,10 @@ impl Client {
         };
         let capacity = bytes.capacity();
         worker.request_buffers.give(bytes, capacity);
+        if let Some(buffer) = with_cookies {
+            let capacity = buffer.capacity();
+            worker.request_buffers.give(buffer, capacity);
+        }
         ok
     }
 
@@ -170,6 +190,17 @@ impl Client {
                 };
                 let mut hop = Hop::Done(exchange.status < 400);
                 if let Some(captured) = captured {
+                    if let (Some(index), Some(jar)) = (request.cookie_header, &mut self.jar) {
+                        let url = worker
+                            .run
+                            .plan
+                            .origin
+                            .as_ref()
+                            .and_then(|origin| origin.url(redirect::request_path(bytes)));
+                        if let Some(url) = url {
+                            jar.store(&url, captured.header_values(index));
+                        }
+                    }
                     let redirect = may_redirect && redirect::is_redirect(exchange.status);
                     let location = request
                         .location_header

@@ -16,6 +16,7 @@
 mod client;
 mod compile;
 mod control;
+mod cookies;
 mod exchange;
 mod executor;
 mod pool;

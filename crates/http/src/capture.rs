@@ -40,6 +40,8 @@ pub struct Captured {
     values: Vec<u8>,
     /// Per requested header name: where its value lies in `values`, if the response had it.
     spans: Vec<Option<(u32, u32)>>,
+    /// Later values of a repeated requested header (`Set-Cookie`): its index and span.
+    repeats: Vec<(u32, u32, u32)>,
 }
 
 impl Captured {
@@ -59,12 +61,23 @@ impl Captured {
         Some(&self.values[start as usize..end as usize])
     }
 
+    /// Every value of the `index`-th requested header, in the order they came.
+    pub fn header_values(&self, index: usize) -> impl Iterator<Item = &[u8]> {
+        let repeats = self
+            .repeats
+            .iter()
+            .filter(move |(i, _, _)| *i as usize == index)
+            .map(|&(_, start, end)| &self.values[start as usize..end as usize]);
+        self.header(index).into_iter().chain(repeats)
+    }
+
     /// Empties everything, keeping the allocations.
     pub fn clear(&mut self) {
         self.body.clear();
         self.coding = ContentCoding::Identity;
         self.values.clear();
         self.spans.clear();
+        self.repeats.clear();
     }
 
     /// Bytes of buffer this holds on to (to decide whether keeping it for reuse is worth it).
@@ -95,11 +108,20 @@ impl Capture<'_> {
         if (self.body || self.encoded_body) && name.eq_ignore_ascii_case("content-encoding") {
             self.into.coding = ContentCoding::parse(value);
         }
-        for (wanted, span) in self.headers.iter().zip(self.into.spans.iter_mut()) {
-            if span.is_none() && wanted.eq_ignore_ascii_case(name) {
-                let start = self.into.values.len();
+        for (index, (wanted, span)) in self
+            .headers
+            .iter()
+            .zip(self.into.spans.iter_mut())
+            .enumerate()
+        {
+            if wanted.eq_ignore_ascii_case(name) {
+                let start = self.into.values.len() as u32;
                 self.into.values.extend_from_slice(value);
-                *span = Some((start as u32, self.into.values.len() as u32));
+                let end = self.into.values.len() as u32;
+                match span {
+                    None => *span = Some((start, end)),
+                    Some(_) => self.into.repeats.push((index as u32, start, end)),
+                }
             }
         }
     }
@@ -130,6 +152,9 @@ mod tests {
         capture.header("x-id", b"second");
         capture.header("Content-Encoding", b" GZIP ");
         assert_eq!(captured.header(0), Some(&b"abc"[..]));
+        let all: Vec<&[u8]> = captured.header_values(0).collect();
+        assert_eq!(all, [&b"abc"[..], &b"second"[..]]);
+        assert_eq!(captured.header_values(1).count(), 0);
         assert_eq!(captured.header(1), None);
         assert_eq!(captured.header(2), None);
         assert_eq!(captured.coding(), ContentCoding::Gzip);

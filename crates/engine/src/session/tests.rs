@@ -33,6 +33,7 @@ fn compile(steps: Vec<Step>) -> Result<CompiledSession, SessionProblem> {
         accept_gzip: true,
         headers: &[],
         max_redirects: 0,
+        cookies: false,
     };
     let session = Session {
         name: "s".into(),
