@@ -1,6 +1,7 @@
 //! Compiles a plan for execution: every session to a program (`crate::session`), tags as
 //! indices, checks as counter indices, session choice as a cumulative weight table.
 
+use crate::http_debug::DebugPrinter;
 use crate::redirect::Origin;
 use crate::session::program::compile_session;
 use crate::session::request::RequestContext;
@@ -54,6 +55,8 @@ pub(crate) struct CompiledPlan {
     pub origin: Option<Origin>,
     /// Each client keeps a cookie jar.
     pub cookies: bool,
+    /// `--http-debug`: prints the run's first exchanges.
+    pub http_debug: Option<DebugPrinter>,
 }
 
 /// Why a plan cannot be compiled for execution.
@@ -73,9 +76,6 @@ impl CompiledPlan {
         // Never run a plan differently from what it says.
         if plan.options.proxy.is_some() {
             return Err(CompileError::Unsupported("an HTTP proxy (`proxy`)"));
-        }
-        if plan.options.http_debug.is_some() {
-            return Err(CompileError::Unsupported("`http_debug`"));
         }
         let authority = plan.target.authority();
         let headers = headers_with_auth(plan);
@@ -121,6 +121,7 @@ impl CompiledPlan {
                 .collect(),
             origin: Origin::new(&plan.target),
             cookies: plan.options.cookies,
+            http_debug: plan.options.http_debug.map(DebugPrinter::new),
         })
     }
 

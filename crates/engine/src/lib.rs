@@ -19,6 +19,7 @@ mod control;
 mod cookies;
 mod exchange;
 mod executor;
+mod http_debug;
 mod pool;
 mod protocol;
 mod redirect;

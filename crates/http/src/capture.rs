@@ -89,7 +89,8 @@ impl Captured {
 /// What to capture in an exchange, and where.
 #[derive(Debug)]
 pub struct Capture<'a> {
-    /// Response headers to capture, by name (case-insensitive).
+    /// Response headers to capture, by name (case-insensitive); `*` captures every header
+    /// as a `Name: value` line (for `--http-debug`).
     pub headers: &'a [String],
     /// Whether to keep the body.
     pub body: bool,
@@ -114,8 +115,13 @@ impl Capture<'_> {
             .zip(self.into.spans.iter_mut())
             .enumerate()
         {
-            if wanted.eq_ignore_ascii_case(name) {
+            let every = wanted == "*";
+            if every || wanted.eq_ignore_ascii_case(name) {
                 let start = self.into.values.len() as u32;
+                if every {
+                    self.into.values.extend_from_slice(name.as_bytes());
+                    self.into.values.extend_from_slice(b": ");
+                }
                 self.into.values.extend_from_slice(value);
                 let end = self.into.values.len() as u32;
                 match span {
@@ -152,6 +158,21 @@ mod tests {
         capture.header("x-id", b"second");
         capture.header("Content-Encoding", b" GZIP ");
         assert_eq!(captured.header(0), Some(&b"abc"[..]));
+        let all: Vec<&[u8]> = captured.header_values(0).collect();
+        assert_eq!(all, [&b"abc"[..], &b"second"[..]]);
+        let every = vec!["*".to_string()];
+        let mut lines = Captured::default();
+        let mut capture = Capture {
+            headers: &every,
+            body: false,
+            encoded_body: false,
+            into: &mut lines,
+        };
+        capture.start();
+        capture.header("X-Id", b"1");
+        capture.header("Server", b"s");
+        let all: Vec<&[u8]> = lines.header_values(0).collect();
+        assert_eq!(all, [&b"X-Id: 1"[..], &b"Server: s"[..]]);
         let all: Vec<&[u8]> = captured.header_values(0).collect();
         assert_eq!(all, [&b"abc"[..], &b"second"[..]]);
         assert_eq!(captured.header_values(1).count(), 0);

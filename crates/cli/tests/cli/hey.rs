@@ -463,3 +463,43 @@ fn the_same_command_line_sends_what_hey_sends() {
         );
     }
 }
+
+#[test]
+fn http_debug_prints_the_first_exchanges_without_credentials() {
+    let target = Target::start();
+    // /json does not echo the request back (whose Authorization would then be in the body).
+    let url = target.url("/json");
+    let args = [
+        "quick", "-n", "30", "-c", "1", "-m", "POST", "-d", "the-body", "-a", "u:pw",
+    ];
+    for (flag, shows_body) in [("-http-debug", false), ("--http-debug=full", true)] {
+        let mut argv = args.to_vec();
+        argv.extend([flag, url.as_str()]);
+        let out = barrage(&argv, LIMIT);
+        out.expect_success();
+        let err = &out.stderr;
+        // The run's first 20 exchanges, each with its request and its response.
+        assert_eq!(
+            err.matches("Request:\nPOST /json HTTP/1.1\n")
+                .count(),
+            20,
+            "{err}"
+        );
+        assert_eq!(
+            err.matches("\nResponse:\nHTTP/1.1 200\n").count(),
+            20,
+            "{err}"
+        );
+        assert!(err.contains("Authorization: [redacted]"), "{err}");
+        assert!(!err.contains("dTpwdw"), "credentials never print: {err}");
+        assert_eq!(err.contains("the-body"), shows_body, "{flag}: {err}");
+        // With =full the response body shows, decoded.
+        assert_eq!(
+            err.contains("Sample Slide Show"),
+            shows_body,
+            "{flag}: {err}"
+        );
+    }
+    let line = one_line_error(&["--http-debug=loud".into(), url]);
+    assert!(line.contains("--http-debug"), "{line}");
+}

@@ -101,12 +101,13 @@ fn plan_credentials_authenticate_every_request() {
     target.shutdown();
 }
 
-fn cookie_a(var: &str, path: &str, tag: usize) -> RequestStep {
+/// GET `path`, extracting cookie `name` from the `/cookies` JSON into `var`.
+fn cookie_of(var: &str, name: &str, path: &str, tag: usize) -> RequestStep {
     let mut request = get(path, tag);
     request.extraction.push(Extraction {
         var: var.into(),
         extractor: Extractor::Regexp {
-            pattern: r#""a":"(\w+)""#.into(),
+            pattern: format!(r#""{name}":"(\w+)""#),
         },
     });
     request
@@ -117,12 +118,17 @@ fn a_cookie_jar_keeps_set_cookies_for_the_client_and_starts_empty_each_iteration
     let target = target();
     let steps = vec![
         // No cookie yet at the start of every iteration: the extraction finds nothing.
-        Step::Request(cookie_a("before", "/cookies", 0)),
+        Step::Request(cookie_of("before", "a", "/cookies", 0)),
         // Set-Cookie on a 302, followed to /cookies, which shows what the jar sent.
-        Step::Request(cookie_a("set", "/cookies/set?a=v1", 1)),
+        Step::Request(cookie_of("set", "a", "/cookies/set?a=v1", 1)),
         check("sent after set", var("set"), "==", Value::text("v1"), false),
-        Step::Request(cookie_a("later", "/cookies", 2)),
-        check("kept", var("later"), "==", Value::text("v1"), false),
+        // A request that extracts nothing and follows nothing still fills the jar.
+        Step::Request(RequestStep {
+            max_redirects: Some(0),
+            ..get("/cookies/set?b=v2", 2)
+        }),
+        Step::Request(cookie_of("later", "b", "/cookies", 3)),
+        check("kept", var("later"), "==", Value::text("v2"), false),
     ];
     let options = TestOptions {
         max_redirects: 10,
