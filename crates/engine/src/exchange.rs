@@ -94,6 +94,10 @@ impl Client {
                         .as_ref()
                         .map_or_else(String::new, |o| o.url_of(redirect::request_path(&bytes)));
                     let status = self.state.last_status;
+                    let path = match &worker.run.plan.target_prefix {
+                        Some(prefix) => format!("{prefix}{path}"),
+                        None => path,
+                    };
                     redirect::next_request(&bytes, status, &path, &referer, &mut next);
                     let capacity = bytes.capacity();
                     worker

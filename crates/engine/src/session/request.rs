@@ -28,6 +28,8 @@ pub(crate) struct RequestContext<'a> {
     pub max_redirects: u32,
     /// Clients keep cookie jars (responses' `Set-Cookie` are captured).
     pub cookies: bool,
+    /// Written before every path (`http://host:port` through a proxy: absolute form).
+    pub target_prefix: Option<&'a str>,
 }
 
 #[derive(Debug)]
@@ -268,6 +270,9 @@ impl CompiledRequest {
         let mut head = Template::default();
         head.literal(method.as_bytes());
         head.literal(b" ");
+        if let Some(prefix) = cx.target_prefix {
+            head.literal(prefix.as_bytes());
+        }
         path_template(&request.path, &request.params, scope, &mut head)?;
         head.literal(b" HTTP/1.1\r\n");
         for (name, value) in default_headers(cx.authority, cx.keep_alive, cx.accept_gzip) {

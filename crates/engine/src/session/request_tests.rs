@@ -13,6 +13,7 @@ fn cx(headers: &[Header]) -> RequestContext<'_> {
         headers,
         max_redirects: 0,
         cookies: false,
+        target_prefix: None,
     }
 }
 

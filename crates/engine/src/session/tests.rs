@@ -34,6 +34,7 @@ fn compile(steps: Vec<Step>) -> Result<CompiledSession, SessionProblem> {
         headers: &[],
         max_redirects: 0,
         cookies: false,
+        target_prefix: None,
     };
     let session = Session {
         name: "s".into(),
