@@ -510,7 +510,10 @@ fn http_debug_prints_the_first_exchanges_without_credentials() {
 /// A forwarding HTTP proxy on a free loopback port: CONNECT opens a tunnel, any other request
 /// (absolute form) is forwarded to the host it names. Records each connection's first request
 /// line and its `Proxy-Authorization`.
-fn test_proxy() -> (SocketAddr, Arc<Mutex<Vec<(String, Option<String>)>>>) {
+/// Each proxied connection's first request line and `Proxy-Authorization`.
+type ProxyLog = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
+fn test_proxy() -> (SocketAddr, ProxyLog) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
