@@ -223,6 +223,21 @@ impl Worker {
         self.running_at(now) && self.run.iterations_end.is_none_or(|end| now < end)
     }
 
+    /// Resolves once no new iteration may start: the iterations' end passed, or the run was
+    /// stopped.
+    pub(crate) async fn iterations_over(&self) {
+        let end = async {
+            match self.run.iterations_end {
+                Some(end) => tokio::time::sleep_until(end.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = end => {}
+            _ = self.run.control.stop.wait() => {}
+        }
+    }
+
     /// Notes that something planned for `planned` starts now (scheduler lag).
     #[inline]
     pub(crate) fn record_lag(&self, planned: Instant) {
