@@ -8,7 +8,7 @@ use crate::outputs::Streams;
 use crate::usage::{exit, usage};
 use anyhow::Context;
 use barrage_engine::{LiveSnapshot, RunControl};
-use barrage_plan::{Aggregation, Plan, Workload};
+use barrage_plan::{Aggregation, Plan};
 use barrage_report::{Summary, DEFAULT_TREND_STATS};
 use barrage_results::{unix_ns, Machine, PlannedArrivalsBits, ResultsFile, RunMeta};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -204,17 +204,10 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         interrupted: outcome.interrupted,
         threads: outcome.threads,
         tags: plan.tags.clone(),
-        planned_arrivals: match &plan.workload {
-            Workload::OpenArrivals(open) => Some(planned(
-                open.phases.iter().map(|p| p.expected_arrivals()).sum(),
-                open.arrivals_end().as_secs_f64(),
-            )),
-            Workload::ArrivalPool(pool) => Some(planned(
-                pool.expected_iterations(),
-                pool.end().as_secs_f64(),
-            )),
-            _ => None,
-        },
+        planned_arrivals: plan
+            .workload
+            .arrival_schedule()
+            .map(|schedule| planned(schedule.total(), schedule.end().as_secs_f64())),
         merged_from: Vec::new(),
         request_id_prefix: Some(outcome.request_id_prefix.clone()),
     };

@@ -9,7 +9,7 @@ use crate::self_check;
 use crate::snapshots::SNAPSHOT_PERIOD;
 use crate::worker::{RunSettings, Worker, WorkerInit};
 use barrage_metrics::RunMetrics;
-use barrage_plan::{ConnectionModel, Plan, PlanError, Workload};
+use barrage_plan::{ConnectionModel, Plan, PlanError};
 use rand::SeedableRng;
 use std::rc::Rc;
 use std::sync::{Arc, Barrier, OnceLock};
@@ -88,7 +88,7 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
     let shares = executor::assign(&plan.workload, worker_threads(plan));
     let threads = shares.len();
     control.snapshots.set_workers(threads);
-    let grace = stop_grace(&plan.workload);
+    let grace = plan.workload.stop_grace();
     let started_at = SystemTime::now();
     // A placeholder until every worker is ready (see `StartGate`).
     let run_start = Instant::now();
@@ -169,19 +169,6 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
         request_id_prefix: crate::worker::run_prefix(run_id),
     })
 }
-
-/// How long running iterations may go on after a graceful stop (Ctrl-C, abortOnFail).
-fn stop_grace(workload: &Workload) -> Duration {
-    match workload {
-        // quick's models name no grace: in-flight requests get the default (each is bounded
-        // by the request timeout anyway).
-        Workload::ClosedVus(_) | Workload::ArrivalRate(_) => DEFAULT_STOP_GRACE,
-        other => other.graceful_stop(),
-    }
-}
-
-/// The grace period of a stop when the workload names none.
-const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(30);
 
 async fn until(deadline: Option<Instant>) {
     match deadline {

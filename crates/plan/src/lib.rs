@@ -7,10 +7,12 @@
 mod duration;
 mod protocol;
 mod session;
+mod stages;
 mod target;
 mod thresholds;
 mod vus;
 mod workload;
+mod workload_ops;
 
 pub use duration::{parse_duration, DurationError};
 pub use protocol::{
@@ -21,6 +23,7 @@ pub use session::{
     walk_steps, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource, Extraction,
     Extractor, HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value, Wait,
 };
+pub use stages::{Piece, Stages};
 pub use target::{Scheme, Target, TargetError};
 pub use thresholds::{
     compare, is_metric_name, is_per_tag, metric_kind, parse_expression, parse_key,
@@ -32,6 +35,7 @@ pub use vus::{
     DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION,
 };
 pub use workload::{ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, Workload, WorkloadError};
+pub use workload_ops::{OverrideError, VuOverride};
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
