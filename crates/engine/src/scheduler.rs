@@ -9,7 +9,7 @@ use crate::self_check;
 use crate::snapshots::SNAPSHOT_PERIOD;
 use crate::worker::{RunSettings, Worker, WorkerInit};
 use barrage_metrics::RunMetrics;
-use barrage_plan::{ConnectionModel, Plan, PlanError};
+use barrage_plan::{ConnectionModel, Plan, PlanError, Segment};
 use rand::SeedableRng;
 use std::rc::Rc;
 use std::sync::{Arc, Barrier, OnceLock};
@@ -85,7 +85,8 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
             .build()?
             .block_on(barrage_http::resolve(&plan.target.host, plan.target.port)),
     );
-    let shares = executor::assign(&plan.workload, worker_threads(plan));
+    let segment = plan.options.segment.unwrap_or(Segment::WHOLE);
+    let shares = executor::assign(&plan.workload, worker_threads(plan), segment);
     let threads = shares.len();
     control.snapshots.set_workers(threads);
     let grace = plan.workload.stop_grace();
@@ -124,9 +125,10 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
             },
             iterations: share.iterations,
             workers: threads,
+            segment,
             run_id,
             rng: rand::rngs::SmallRng::seed_from_u64(
-                plan.options.seed.unwrap_or(0x6261_7272_6167_6500)
+                segment.seed(plan.options.seed.unwrap_or(0x6261_7272_6167_6500))
                     ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             ),
         };

@@ -175,6 +175,9 @@ pub(crate) struct WorkerInit {
     pub rng: SmallRng,
     /// Worker threads in the run (for sequential row picks).
     pub workers: usize,
+    /// The process's segment of the test: its rows are `k ≡ i (mod N)`, so segments never
+    /// pick each other's rows.
+    pub segment: barrage_plan::Segment,
     /// Random per run, the first part of every request id.
     pub run_id: u32,
 }
@@ -187,7 +190,12 @@ impl Worker {
             request_buffers: Pool::default(),
             captures: Pool::default(),
             scratch: RefCell::new(Scratch::default()),
-            rows: RowCursors::new(init.run.plan.data.len(), init.run.index, init.workers),
+            rows: {
+                let (first, stride) = init
+                    .segment
+                    .stripe(init.run.index as u64, init.workers as u64);
+                RowCursors::new(init.run.plan.data.len(), first, stride)
+            },
             request_ids: RequestIds::new(init.run_id, init.run.index),
             sampler: init.run.control.samples.as_ref().map(|sink| {
                 RefCell::new(Sampler::new(

@@ -6,6 +6,7 @@
 
 mod duration;
 mod protocol;
+mod segment;
 mod session;
 mod stages;
 mod target;
@@ -19,6 +20,7 @@ pub use protocol::{
     parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion, TlsOptions,
     TlsVersion,
 };
+pub use segment::{Segment, SegmentError};
 pub use session::{
     walk_steps, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource, Extraction,
     Extractor, HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value, Wait,
@@ -93,6 +95,9 @@ pub struct TestOptions {
     pub http2: Http2Options,
     #[serde(default)]
     pub connections: ConnectionOptions,
+    /// The part of the test this process runs (`--segment i/N`); none: all of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<Segment>,
 }
 
 impl Default for TestOptions {
@@ -108,6 +113,7 @@ impl Default for TestOptions {
             tls: TlsOptions::default(),
             http2: Http2Options::default(),
             connections: ConnectionOptions::default(),
+            segment: None,
         }
     }
 }
