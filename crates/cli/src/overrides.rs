@@ -14,6 +14,8 @@ pub struct Overrides {
     pub duration_limit: Option<Duration>,
     pub seed: Option<u64>,
     pub threads: Option<usize>,
+    /// `--segment i/N` or `--execution-segment a:b`.
+    pub segment: Option<barrage_plan::Segment>,
     /// `--vus`, `--duration`, `--stages`, `--iterations`.
     pub vus: VuOverrides,
     /// HTTP version, TLS and connection-model flags.
@@ -39,6 +41,9 @@ impl Overrides {
         }
         if let Some(seed) = self.seed {
             plan.options.seed = Some(seed);
+        }
+        if let Some(segment) = self.segment {
+            plan.options.segment = (segment != barrage_plan::Segment::WHOLE).then_some(segment);
         }
         if let Some(threads) = self.threads {
             if threads == 0 {

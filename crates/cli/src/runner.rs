@@ -36,6 +36,8 @@ pub struct RunContext {
     pub script: Option<String>,
     /// Override flags as given.
     pub overrides: BTreeMap<String, String>,
+    /// `--start-at`: the agreed wall-clock start of a test's segments.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 impl Finished {
@@ -113,6 +115,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         control.snapshots.enable();
     }
     let show_progress = options.show_progress;
+    crate::segment_run::wait_for_start(context.start_at);
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let engine = {
         let (plan, control) = (plan.clone(), control.clone());
@@ -210,6 +213,8 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
             .map(|schedule| planned(schedule.total(), schedule.end().as_secs_f64())),
         merged_from: Vec::new(),
         request_id_prefix: Some(outcome.request_id_prefix.clone()),
+        segment: crate::segment_run::segment_meta(plan, context.start_at, outcome.started_at),
+        segments: None,
     };
     let mut metrics = outcome.metrics;
     for tag in &mut metrics.tags {

@@ -13,6 +13,8 @@ mod report_html;
 mod results;
 #[path = "cli/scenarios.rs"]
 mod scenarios;
+#[path = "cli/segments.rs"]
+mod segments;
 mod support;
 #[path = "cli/thresholds.rs"]
 mod thresholds;
