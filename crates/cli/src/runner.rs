@@ -210,7 +210,11 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         planned_arrivals: plan
             .workload
             .arrival_schedule()
-            .map(|schedule| planned(schedule.total(), schedule.end().as_secs_f64())),
+            // A segment plans its fraction of the arrivals: merged segments add up to the test.
+            .map(|schedule| {
+                let fraction = plan.options.segment.map_or(1.0, |s| s.fraction());
+                planned(schedule.total() * fraction, schedule.end().as_secs_f64())
+            }),
         merged_from: Vec::new(),
         request_id_prefix: Some(outcome.request_id_prefix.clone()),
         segment: crate::segment_run::segment_meta(plan, context.start_at, outcome.started_at),
