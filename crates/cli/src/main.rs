@@ -2,6 +2,7 @@
 
 mod compare_cmd;
 mod history;
+mod k8s;
 mod live;
 mod outputs;
 mod overrides;
@@ -54,6 +55,8 @@ enum Command {
     History(HistoryArgs),
     /// Compare runs (history ids or results files), baseline first: per-tag deltas and bands
     Compare(compare_cmd::CompareArgs),
+    /// Write Kubernetes manifests that run a test as N segments (an Indexed Job)
+    K8s(Box<k8s::K8sArgs>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -287,6 +290,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(code)
         }
         Command::Compare(args) => compare_cmd::compare_command(&args),
+        Command::K8s(args) => {
+            print_out(&k8s::k8s_command(&args, &Overrides::default())?)?;
+            Ok(exit::OK)
+        }
         Command::History(args) => {
             let db = history::path(args.history.as_deref())?;
             let conn = history::open(&db)?;
