@@ -3,6 +3,7 @@
 mod compare_cmd;
 mod hey_flags;
 mod history;
+mod k8s;
 mod live;
 mod outputs;
 mod overrides;
@@ -12,6 +13,7 @@ mod record;
 mod results_cmd;
 mod runner;
 mod scenario;
+mod segment_run;
 mod usage;
 mod vu_overrides;
 
@@ -54,6 +56,8 @@ enum Command {
     History(HistoryArgs),
     /// Compare runs (history ids or results files), baseline first: per-tag deltas and bands
     Compare(compare_cmd::CompareArgs),
+    /// Write Kubernetes manifests that run a test as N segments (an Indexed Job)
+    K8s(Box<k8s::K8sArgs>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -106,6 +110,15 @@ struct OverrideArgs {
     /// StormForger non-functional requirements (version "0.1" YAML), evaluated as thresholds
     #[arg(long, value_name = "FILE")]
     nfr: Option<PathBuf>,
+    /// Run segment i (from 0) of N equal parts of the test (merge the N results files)
+    #[arg(long, value_name = "i/N", conflicts_with = "execution_segment")]
+    segment: Option<String>,
+    /// k6's segment a:b of the test (equal parts, e.g. 1/4:2/4)
+    #[arg(long, value_name = "a:b")]
+    execution_segment: Option<String>,
+    /// k6's segment boundaries, e.g. 0,1/4,1/2,3/4,1
+    #[arg(long, value_name = "LIST", requires = "execution_segment")]
+    execution_segment_sequence: Option<String>,
     #[command(flatten)]
     protocol: protocol_flags::ProtocolArgs,
 }
@@ -124,7 +137,27 @@ impl OverrideArgs {
         put("duration-limit", self.duration_limit.clone());
         put("seed", self.seed.map(|s| s.to_string()));
         put("threads", self.threads.map(|t| t.to_string()));
+        put("segment", self.segment.clone());
+        put("execution-segment", self.execution_segment.clone());
+        put(
+            "execution-segment-sequence",
+            self.execution_segment_sequence.clone(),
+        );
         given
+    }
+
+    fn segment(&self) -> anyhow::Result<Option<barrage_plan::Segment>> {
+        use barrage_plan::Segment;
+        if let Some(text) = &self.segment {
+            return Segment::parse(text)
+                .map(Some)
+                .map_err(|e| usage::usage(format!("--segment: {e}")));
+        }
+        self.execution_segment
+            .as_deref()
+            .map(|text| Segment::from_k6(text, self.execution_segment_sequence.as_deref()))
+            .transpose()
+            .map_err(|e| usage::usage(format!("--execution-segment: {e}")))
     }
 
     fn resolve(&self) -> anyhow::Result<Overrides> {
@@ -138,6 +171,7 @@ impl OverrideArgs {
                 .transpose()?,
             seed: self.seed,
             threads: self.threads,
+            segment: self.segment()?,
             vus: vu_overrides::VuOverrides::parse(
                 self.vus.as_deref(),
                 self.duration.as_deref(),
@@ -168,6 +202,10 @@ struct RunArgs {
     file: PathBuf,
     #[command(flatten)]
     overrides: OverrideArgs,
+    /// Start the load at this wall-clock time (RFC 3339, e.g. 2026-11-23T22:00:00Z, or Unix
+    /// seconds), so the segments of a test start together
+    #[arg(long, value_name = "TIME")]
+    start_at: Option<String>,
     #[command(flatten)]
     outputs: OutputArgs,
     #[command(flatten)]
@@ -273,10 +311,18 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Target(args) => target_command(&args),
         Command::Demo(args) => demo_command(&args),
         Command::Report(args) => {
-            print_out(&results_cmd::report_command(&args)?)?;
-            Ok(exit::OK)
+            let (text, code) = results_cmd::report_command(&args)?;
+            print_out(&text)?;
+            if code == exit::THRESHOLDS_FAILED {
+                eprintln!("error: some thresholds have failed");
+            }
+            Ok(code)
         }
         Command::Compare(args) => compare_cmd::compare_command(&args),
+        Command::K8s(args) => {
+            print_out(&k8s::k8s_command(&args, &Overrides::default())?)?;
+            Ok(exit::OK)
+        }
         Command::History(args) => {
             let db = history::path(args.history.as_deref())?;
             let conn = history::open(&db)?;
@@ -300,6 +346,11 @@ fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
         command: "run",
         script: Some(args.file.display().to_string()),
         overrides: args.overrides.given(),
+        start_at: args
+            .start_at
+            .as_deref()
+            .map(segment_run::parse_start_at)
+            .transpose()?,
         ..Default::default()
     };
     let spec = runner::RunSpec::new(

@@ -9,7 +9,7 @@ use crate::record::RecordArgs;
 use crate::usage::{exit, usage};
 use anyhow::Context;
 use barrage_engine::{LiveSnapshot, RunControl};
-use barrage_plan::{redact_url, Aggregation, Plan, Redaction, Workload};
+use barrage_plan::{redact_url, Aggregation, Plan, Redaction};
 use barrage_report::{Summary, DEFAULT_TREND_STATS};
 use barrage_results::{unix_ns, Machine, PlannedArrivalsBits, ResultsFile, RunMeta};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -40,6 +40,8 @@ pub struct RunContext {
     pub overrides: BTreeMap<String, String>,
     /// The headers whose values the results, reports and history must not hold.
     pub redaction: Redaction,
+    /// `--start-at`: the agreed wall-clock start of a test's segments.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 impl Finished {
@@ -164,7 +166,8 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         control.snapshots.enable();
     }
     let show_progress = options.show_progress;
-    let grace = barrage_engine::stop_grace(plan);
+    let grace = plan.stop_grace();
+    crate::segment_run::wait_for_start(context.start_at);
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let engine = {
         let (plan, control) = (plan.clone(), control.clone());
@@ -259,19 +262,18 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         interrupted: outcome.interrupted,
         threads: outcome.threads,
         tags: plan.tags.clone(),
-        planned_arrivals: match &plan.workload {
-            Workload::OpenArrivals(open) => Some(planned(
-                open.phases.iter().map(|p| p.expected_arrivals()).sum(),
-                open.arrivals_end().as_secs_f64(),
-            )),
-            Workload::ArrivalPool(pool) => Some(planned(
-                pool.expected_iterations(),
-                pool.end().as_secs_f64(),
-            )),
-            _ => None,
-        },
+        planned_arrivals: plan
+            .workload
+            .arrival_schedule()
+            // A segment plans its fraction of the arrivals: merged segments add up to the test.
+            .map(|schedule| {
+                let fraction = plan.options.segment.map_or(1.0, |s| s.fraction());
+                planned(schedule.total() * fraction, schedule.end().as_secs_f64())
+            }),
         merged_from: Vec::new(),
         request_id_prefix: Some(outcome.request_id_prefix.clone()),
+        segment: crate::segment_run::segment_meta(plan, context.start_at, outcome.started_at),
+        segments: None,
     };
     let mut metrics = outcome.metrics;
     for tag in &mut metrics.tags {

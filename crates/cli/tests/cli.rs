@@ -21,6 +21,8 @@ mod results;
 mod scenarios;
 #[path = "cli/secrets.rs"]
 mod secrets;
+#[path = "cli/segments.rs"]
+mod segments;
 #[path = "cli/signals.rs"]
 mod signals;
 #[path = "cli/stormforger.rs"]

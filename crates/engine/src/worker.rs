@@ -175,6 +175,9 @@ pub(crate) struct WorkerInit {
     pub rng: SmallRng,
     /// Worker threads in the run (for sequential row picks).
     pub workers: usize,
+    /// The process's segment of the test: its rows are `k ≡ i (mod N)`, so segments never
+    /// pick each other's rows.
+    pub segment: barrage_plan::Segment,
     /// Random per run, the first part of every request id.
     pub run_id: u32,
 }
@@ -187,7 +190,12 @@ impl Worker {
             request_buffers: Pool::default(),
             captures: Pool::default(),
             scratch: RefCell::new(Scratch::default()),
-            rows: RowCursors::new(init.run.plan.data.len(), init.run.index, init.workers),
+            rows: {
+                let (first, stride) = init
+                    .segment
+                    .stripe(init.run.index as u64, init.workers as u64);
+                RowCursors::new(init.run.plan.data.len(), first, stride)
+            },
             request_ids: RequestIds::new(init.run_id, init.run.index),
             sampler: init.run.control.samples.as_ref().map(|sink| {
                 RefCell::new(Sampler::new(
@@ -221,6 +229,21 @@ impl Worker {
     #[inline]
     pub(crate) fn may_start_at(&self, now: Instant) -> bool {
         self.running_at(now) && self.run.iterations_end.is_none_or(|end| now < end)
+    }
+
+    /// Resolves once no new iteration may start: the iterations' end passed, or the run was
+    /// stopped.
+    pub(crate) async fn iterations_over(&self) {
+        let end = async {
+            match self.run.iterations_end {
+                Some(end) => tokio::time::sleep_until(end.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = end => {}
+            _ = self.run.control.stop.wait() => {}
+        }
     }
 
     /// Notes that something planned for `planned` starts now (scheduler lag).

@@ -8,11 +8,14 @@ mod duration;
 mod http_semantics;
 mod protocol;
 mod redact;
+mod segment;
 mod session;
+mod stages;
 mod target;
 mod thresholds;
 mod vus;
 mod workload;
+mod workload_ops;
 
 pub use duration::{parse_duration, DurationError};
 pub use http_semantics::{Credentials, HttpDebug, Proxy, DEFAULT_MAX_REDIRECTS};
@@ -21,11 +24,13 @@ pub use protocol::{
     TlsVersion,
 };
 pub use redact::{redact_url, Redaction, REDACTED, SENSITIVE_HEADERS};
+pub use segment::{Segment, SegmentError};
 pub use session::{
     walk_steps, walk_steps_mut, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource,
     Extraction, Extractor, HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value,
     Wait,
 };
+pub use stages::{Piece, Stages};
 pub use target::{Scheme, Target, TargetError};
 pub use thresholds::{
     compare, is_metric_name, is_per_tag, metric_kind, parse_expression, parse_key,
@@ -37,6 +42,7 @@ pub use vus::{
     DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION,
 };
 pub use workload::{ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, Workload, WorkloadError};
+pub use workload_ops::{OverrideError, VuOverride};
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -121,6 +127,9 @@ pub struct TestOptions {
     /// Print the first requests and responses to stderr (headers; bodies too with `full`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_debug: Option<HttpDebug>,
+    /// The part of the test this process runs (`--segment i/N`); none: all of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<Segment>,
 }
 
 fn is_zero(value: &u32) -> bool {
@@ -146,6 +155,7 @@ impl Default for TestOptions {
             basic_auth: None,
             proxy: None,
             http_debug: None,
+            segment: None,
         }
     }
 }
@@ -182,6 +192,14 @@ impl Header {
 }
 
 impl Plan {
+    /// How long running iterations may go on after a graceful stop (Ctrl-C, SIGTERM,
+    /// abortOnFail): the plan's `stop_grace` when set (quick's `--grace`), else the workload's.
+    pub fn stop_grace(&self) -> Duration {
+        self.options
+            .stop_grace
+            .unwrap_or_else(|| self.workload.stop_grace())
+    }
+
     fn step_problem(&self, session: &str, step: &Step) -> Result<(), PlanError> {
         match step {
             Step::Request(request) => {

@@ -89,6 +89,9 @@ pub fn render_run(summary: &Summary) -> String {
     if let Some(prefix) = &summary.request_id_prefix {
         let _ = writeln!(out, "request ids {prefix}*  (X-Request-Id header)");
     }
+    if let Some(segments) = &summary.segments {
+        let _ = writeln!(out, "{}", segments_line(segments));
+    }
 
     crate::k6::render_thresholds(&summary.k6, &mut out);
     crate::k6::render_checks(&summary.checks, &mut out);
@@ -210,6 +213,21 @@ pub fn render_run(summary: &Summary) -> String {
     }
     summary.self_check.render(&summary.trust_reasons, &mut out);
     out
+}
+
+/// One line on a merge of segments: how many, how far apart they started, which were
+/// untrustworthy.
+pub fn segments_line(segments: &barrage_results::MergedSegments) -> String {
+    let untrusted = if segments.untrustworthy.is_empty() {
+        "all trustworthy".to_string()
+    } else {
+        format!("untrustworthy: {}", segments.untrustworthy.join(", "))
+    };
+    format!(
+        "segments   {} merged, starts within {:.1} ms, {untrusted}",
+        segments.count,
+        segments.start_spread_ns as f64 / 1e6
+    )
 }
 
 #[cfg(test)]

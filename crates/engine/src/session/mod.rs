@@ -37,6 +37,8 @@ pub(crate) struct CompiledSession {
     pub samples: Vec<custom::CompiledSample>,
     /// Variables the session uses (ids `0..var_count`).
     pub var_count: usize,
+    /// Whether it has a `for_ever` loop (and so may run until the test ends).
+    pub endless: bool,
 }
 
 /// Why a session cannot be compiled (the plan-level error names the session).
