@@ -318,6 +318,19 @@ fn bad_input_is_a_one_line_usage_error() {
         (&["-n", "abc", url], &["abc", "-n"]),
         (&["--no-such-flag", url], &["--no-such-flag"]),
         (&["-d", "x", "-D", "/etc/hostname", url], &["-d", "-D"]),
+        // Issue 12: these panicked (exit 101), aborted (134) or silently meant no timeout.
+        (&["-t", "1e20", url], &["'-t "]),
+        (&["-t", "18446744073709551615", url], &["'-t "]),
+        (&["-t", "0.0000000001", url], &["shortest timeout, 1ms"]),
+        (&["--pool-size", "4294967295", url], &["--pool-size"]),
+        (&["--h2-window", "0", url], &["--h2-window"]),
+        (&["--h2-window", "2147483648", url], &["--h2-window"]),
+        (
+            &["--h2-connection-window", "0", url],
+            &["--h2-connection-window"],
+        ),
+        // Issue 13: a missing unit says so.
+        (&["-z", "10", url], &["10s?"]),
     ];
     for (args, mentions) in cases {
         assert_usage_error(args, mentions);

@@ -12,7 +12,7 @@ mod thresholds;
 mod vus;
 mod workload;
 
-pub use duration::{parse_duration, DurationError};
+pub use duration::{parse_duration, DurationError, DURATION_UNITS};
 pub use protocol::{
     parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion, TlsOptions,
     TlsVersion,
