@@ -233,3 +233,48 @@ fn duration_flags_reject_negative_huge_and_unitless_values() {
         assert_eq!(zero.is_ok(), zero_ok, "{flag} 0s: {zero:?}");
     }
 }
+
+/// The value parsers under the fuzz driver (crates/fuzz): no text panics any of them, and
+/// what they accept is in range.
+#[test]
+fn fuzz_cli_value_parsers() {
+    barrage_fuzz::fuzz("cli_values", |input| {
+        let text = String::from_utf8_lossy(input);
+        let text = text.as_ref();
+        if let Ok(n) = clients(text) {
+            assert!((1..=MAX_CLIENTS).contains(&n));
+        }
+        if let Ok(n) = count(text) {
+            assert!((1..=MAX_COUNT).contains(&n));
+        }
+        for parse in [rate, rate_factor] {
+            if let Ok(x) = parse(text) {
+                assert!(x > 0.0 && x.is_finite());
+            }
+        }
+        let _ = (
+            threads(text),
+            pool_size(text),
+            seed(text),
+            history_rows(text),
+        );
+        if let Ok(n) = h2_size(text) {
+            assert!((1..=MAX_H2_WINDOW).contains(&n));
+        }
+        for bare in [false, true] {
+            if let Ok(d) = duration_value(text, bare) {
+                assert!(d <= MAX_DURATION);
+            }
+        }
+        if let Ok(t) = timeout(text) {
+            assert!(t.is_zero() || (MIN_TIMEOUT..=MAX_TIMEOUT).contains(&t));
+        }
+        let _ = crate::vu_overrides::VuOverrides::parse(None, None, Some(text), None);
+        let _ = crate::vu_overrides::VuOverrides::parse(Some(text), Some(text), None, Some(text));
+        let outputs = crate::outputs::OutputArgs {
+            summary_trend_stats: Some(text.to_string()),
+            ..Default::default()
+        };
+        let _ = outputs.trend_stats();
+    });
+}
