@@ -1,6 +1,7 @@
 //! The `barrage` binary: parses the command line and wires script/plan, engine, and reports.
 
 mod compare_cmd;
+mod hey_flags;
 mod history;
 mod live;
 mod outputs;
@@ -198,7 +199,15 @@ struct DemoArgs {
 }
 
 fn main() {
-    let cli = match Cli::try_parse() {
+    use clap::CommandFactory;
+    let args = match hey_flags::normalize(std::env::args_os().collect(), &Cli::command()) {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("error: {message}");
+            std::process::exit(exit::USAGE);
+        }
+    };
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
             // --help and --version
@@ -401,18 +410,24 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
         requests: 1,
         concurrency: args.concurrency,
         duration: Some(args.duration),
+        qps_per_worker: None,
         rate: None,
         method: "GET".into(),
         headers: Vec::new(),
         body: None,
         body_file: None,
         content_type: None,
+        accept: None,
+        user_agent: None,
+        host: None,
         timeout: Duration::from_secs(20),
         basic_auth: None,
         disable_keepalive: false,
         disable_compression: false,
+        disable_redirects: false,
         output: None,
         threads: None,
+        cpus: None,
         print_plan: false,
         outputs: OutputArgs::default(),
         record: record::RecordArgs::default(),

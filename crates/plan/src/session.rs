@@ -310,6 +310,9 @@ pub struct RequestStep {
     /// End the session when this request fails (transport error or status ≥ 400).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub abort_on_error: bool,
+    /// Redirects this request follows, instead of the test's `max_redirects`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_redirects: Option<u32>,
 }
 
 impl RequestStep {
@@ -326,6 +329,7 @@ impl RequestStep {
             compress: None,
             extraction: Vec::new(),
             abort_on_error: false,
+            max_redirects: None,
         }
     }
 

@@ -12,6 +12,7 @@
 //! - [`serve_blocking`] runs it on the calling thread until Ctrl-C (used by `barrage target`).
 
 mod echo;
+mod httpbin;
 mod params;
 mod respond;
 mod routes;

@@ -53,6 +53,7 @@ const INTEGER_FLAGS: &[(&[&str], &str, u64, u64)] = &[
     (QUICK, "-n", 1, MAX_COUNT),
     (QUICK, "-c", 1, MAX_CLIENTS),
     (QUICK, "--threads", 1, MAX_THREADS as u64),
+    (QUICK, "--cpus", 1, MAX_THREADS as u64),
     (QUICK, "--pool-size", 1, MAX_POOL_SIZE as u64),
     (QUICK, "--max-streams", 1, MAX_H2_WINDOW as u64),
     (QUICK, "--h2-window", 1, MAX_H2_WINDOW as u64),
@@ -83,7 +84,7 @@ const DURATION_FLAGS: &[(&[&str], &str, bool, bool)] = &[
 
 /// Every fractional flag: where, name, upper bound (the lower one is "above 0").
 const NUMBER_FLAGS: &[(&[&str], &str, f64)] = &[
-    (QUICK, "-q", MAX_RATE),
+    (QUICK, "--rate", MAX_RATE),
     (RUN, "--rate-factor", MAX_RATE_FACTOR),
 ];
 
@@ -91,13 +92,17 @@ fn all_flags() -> Vec<(&'static [&'static str], &'static str)> {
     let mut flags: Vec<_> = INTEGER_FLAGS.iter().map(|f| (f.0, f.1)).collect();
     flags.extend(DURATION_FLAGS.iter().map(|f| (f.0, f.1)));
     flags.extend(NUMBER_FLAGS.iter().map(|f| (f.0, f.1)));
+    // -q is per worker: its range is the run's rate over -c (checked with the plan).
+    flags.push((QUICK, "-q"));
     flags
 }
 
 /// The error names the flag: clap's "invalid value '…' for '--flag <N>'", or ours "--flag: …".
 fn names_flag(line: &str, flag: &str) -> bool {
     !line.contains('\n')
-        && (line.starts_with(&format!("{flag}:")) || line.contains(&format!("'{flag} ")))
+        && (line.starts_with(&format!("{flag}:"))
+            || line.starts_with(&format!("{flag} "))
+            || line.contains(&format!("'{flag} ")))
 }
 
 /// Flags a value needs beside it to be valid on its own: -n below -c is refused for another

@@ -11,6 +11,7 @@ fn cx(headers: &[Header]) -> RequestContext<'_> {
         keep_alive: true,
         accept_gzip: false,
         headers,
+        max_redirects: 0,
     }
 }
 
