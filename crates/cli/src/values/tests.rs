@@ -194,7 +194,9 @@ proptest! {
     fn any_text_on_any_numeric_flag_is_accepted_or_one_line_naming_it(pick in any::<prop::sample::Index>(), value in "\\PC{0,12}|[-+0-9.eE]{1,24}|[0-9]{1,30}(ns|us|µs|ms|s|m|h|d)?") {
         let flags = all_flags();
         let &(command, flag) = pick.get(&flags);
-        if let Err(line) = outcome(&argv(command, flag, &value)) {
+        let mut line = argv(command, flag, &value);
+        line.extend_from_slice(companions(flag));
+        if let Err(line) = outcome(&line) {
             prop_assert!(names_flag(&line, flag), "{} {:?}: {}", flag, value, line);
         }
     }
