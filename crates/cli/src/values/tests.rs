@@ -76,6 +76,7 @@ const DURATION_FLAGS: &[(&[&str], &str, bool, bool)] = &[
     (QUICK, "-z", false, false),
     (QUICK, "-t", true, true),
     (QUICK, "--dns-ttl", true, true),
+    (QUICK, "--grace", false, true),
     (RUN, "--duration", true, false),
     (RUN, "--duration-limit", false, false),
     (RUN, "--dns-ttl", true, true),
