@@ -15,6 +15,7 @@ mod runner;
 mod scenario;
 mod segment_run;
 mod usage;
+mod values;
 mod vu_overrides;
 
 use anyhow::Context;
@@ -27,6 +28,7 @@ use runner::RunOptions;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 use usage::{exit, usage, UsageError};
 
 #[derive(Debug, Parser)]
@@ -63,7 +65,7 @@ enum Command {
 #[derive(Debug, clap::Args)]
 struct HistoryArgs {
     /// Show the last N runs
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, allow_hyphen_values = true, value_parser = values::history_rows)]
     last: usize,
     /// Only runs of this script (file name or path) or test name
     #[arg(long)]
@@ -80,28 +82,28 @@ struct OverrideArgs {
     #[arg(long)]
     target: Option<String>,
     /// Multiply every arrival rate by this factor
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = values::rate_factor)]
     rate_factor: Option<f64>,
     /// Cap the whole test at this duration (e.g. 30s)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     duration_limit: Option<String>,
     /// Seed of every random choice, for reproducible runs
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = values::seed)]
     seed: Option<u64>,
     /// Worker threads (default: one per CPU this process may use)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = values::threads)]
     threads: Option<usize>,
     /// Run this many virtual users (closed model; with --duration, or the plan's)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     vus: Option<String>,
     /// Run the virtual users for this long (e.g. 30s, 2m)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     duration: Option<String>,
     /// Ramp virtual users through stages, duration:target pairs ("30s:100,1m:100,10s:0")
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     stages: Option<String>,
     /// Run this many iterations in total, shared by the virtual users
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     iterations: Option<String>,
     /// Set a script global or a field under one, as StormForger's CLI does
     /// (`--define defines.env=prod`; VALUE is JSON, or else text); repeatable
@@ -167,7 +169,7 @@ impl OverrideArgs {
             duration_limit: self
                 .duration_limit
                 .as_deref()
-                .map(|d| quick::parse_duration_flag("--duration-limit", d, false))
+                .map(|d| values::positive_duration_flag("--duration-limit", d, false))
                 .transpose()?,
             seed: self.seed,
             threads: self.threads,
@@ -226,7 +228,7 @@ struct TargetArgs {
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: String,
     /// Server threads (default: one per CPU)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = values::threads)]
     threads: Option<usize>,
     /// Serve HTTPS with a generated self-signed certificate (ALPN h2 and http/1.1); the
     /// second line printed names the certificate file (PEM, for --cacert) and its fingerprint
@@ -247,11 +249,11 @@ struct TargetArgs {
 #[derive(Debug, clap::Args)]
 struct DemoArgs {
     /// How long to run the load
-    #[arg(short = 'z', long, default_value = "5s")]
-    duration: String,
+    #[arg(short = 'z', long, default_value = "5s", allow_hyphen_values = true, value_parser = values::run_duration_flag)]
+    duration: Duration,
     /// Concurrent connections
-    #[arg(short = 'c', default_value_t = 50)]
-    concurrency: i64,
+    #[arg(short = 'c', default_value_t = 50, allow_hyphen_values = true, value_parser = values::clients)]
+    concurrency: u64,
 }
 
 fn main() {
@@ -402,9 +404,6 @@ fn target_command(args: &TargetArgs) -> anyhow::Result<i32> {
             args.listen
         ))
     })?;
-    if args.threads == Some(0) {
-        return Err(usage("--threads must be at least 1"));
-    }
     let tls = if args.tls {
         Some(barrage_target::SelfSigned::generate().context("generating the certificate")?)
     } else {
@@ -481,14 +480,14 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
         target.addr()
     );
     println!(
-        "  for {} with {} connections (Ctrl-C stops early)",
+        "  for {:?} with {} connections (Ctrl-C stops early)",
         args.duration, args.concurrency
     );
     let quick = QuickArgs {
         url,
         requests: 1,
         concurrency: args.concurrency,
-        duration: Some(args.duration.clone()),
+        duration: Some(args.duration),
         qps_per_worker: None,
         rate: None,
         method: "GET".into(),
@@ -500,7 +499,7 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
         user_agent: None,
         host: None,
         proxy: None,
-        timeout: "20".into(),
+        timeout: Duration::from_secs(20),
         basic_auth: None,
         disable_keepalive: false,
         disable_compression: false,

@@ -2,8 +2,8 @@
 //! settings and the connection model. Each flag given overrides the plan's option; flags not
 //! given leave the plan (or its defaults) alone.
 
-use crate::quick::parse_duration_flag;
 use crate::usage::usage;
+use crate::values;
 use barrage_plan::{
     parse_addr_range, ConnectionModel, HttpDebug, HttpVersion, TestOptions, TlsVersion,
 };
@@ -46,19 +46,19 @@ pub struct ProtocolArgs {
     #[arg(long, value_name = "MODEL")]
     pub connection_model: Option<String>,
     /// Connections per worker thread in the shared model
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = values::pool_size)]
     pub pool_size: Option<u32>,
     /// HTTP/2 streams used at once per connection
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = values::h2_size)]
     pub max_streams: Option<u32>,
-    /// HTTP/2 initial stream window, bytes
-    #[arg(long, value_name = "BYTES")]
+    /// HTTP/2 initial stream window, bytes (1 to 2147483647)
+    #[arg(long, value_name = "BYTES", allow_hyphen_values = true, value_parser = values::h2_size)]
     pub h2_window: Option<u32>,
-    /// HTTP/2 initial connection window, bytes
-    #[arg(long, value_name = "BYTES")]
+    /// HTTP/2 initial connection window, bytes (1 to 2147483647)
+    #[arg(long, value_name = "BYTES", allow_hyphen_values = true, value_parser = values::h2_size)]
     pub h2_connection_window: Option<u32>,
     /// Resolve the target's name again after this long (default: once per run)
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub dns_ttl: Option<String>,
     /// Source addresses for new connections, e.g. 127.0.0.1-127.0.0.50 (comma-separated list)
     #[arg(long, value_name = "RANGE")]
@@ -138,13 +138,10 @@ impl ProtocolArgs {
             })?;
         }
         if let Some(size) = self.pool_size {
-            if size == 0 {
-                return Err(usage("--pool-size must be at least 1"));
-            }
             connections.pool_size = size;
         }
         if let Some(ttl) = &self.dns_ttl {
-            connections.dns_ttl = Some(parse_duration_flag("--dns-ttl", ttl, true)?);
+            connections.dns_ttl = Some(values::duration_flag("--dns-ttl", ttl, true)?);
         }
         if let Some(list) = &self.local_addrs {
             let mut addrs = Vec::new();
@@ -156,9 +153,6 @@ impl ProtocolArgs {
             connections.local_addrs = addrs;
         }
         if let Some(n) = self.max_streams {
-            if n == 0 {
-                return Err(usage("--max-streams must be at least 1"));
-            }
             options.http2.max_concurrent_streams = Some(n);
         }
         if let Some(bytes) = self.h2_window {

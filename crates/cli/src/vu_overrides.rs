@@ -2,23 +2,14 @@
 //! `--iterations`, like k6's): they replace the plan's workload with the virtual-user model
 //! they describe, taking what they leave out from the plan.
 
-use crate::quick::parse_duration_flag;
 use crate::usage::usage;
+use crate::values;
 use barrage_plan::{Plan, VuOverride, VuStage};
 
 /// The flags as given (validated by [`VuOverrides::parse`]); the plan applies them
 /// ([`Workload::with_vus`](barrage_plan::Workload::with_vus)).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct VuOverrides(pub VuOverride);
-
-fn count(flag: &str, text: &str) -> anyhow::Result<u64> {
-    match text.trim().parse::<u64>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(usage(format!(
-            "{flag}: `{text}` must be a whole number of at least 1"
-        ))),
-    }
-}
 
 /// Parses `30s:100,1m:100,10s:0` (duration:target pairs).
 fn parse_stages(text: &str) -> anyhow::Result<Vec<VuStage>> {
@@ -28,15 +19,13 @@ fn parse_stages(text: &str) -> anyhow::Result<Vec<VuStage>> {
         let Some((duration, target)) = part.trim().split_once(':') else {
             return Err(bad("expected duration:target, e.g. 30s:100".into()));
         };
-        let duration = parse_duration_flag("--stages", duration, true)
+        let duration = values::duration_flag("--stages", duration, true)
             .map_err(|e| bad(e.to_string().trim_start_matches("--stages: ").into()))?;
         if duration.is_zero() {
             return Err(bad("the duration must be greater than zero".into()));
         }
-        let target = target
-            .trim()
-            .parse::<u64>()
-            .map_err(|_| bad(format!("target `{target}` is not a whole number of VUs")))?;
+        let target = values::integer(target, 0, values::MAX_CLIENTS)
+            .map_err(|e| bad(format!("target {e}")))?;
         stages.push(VuStage { duration, target });
     }
     if stages.iter().all(|s| s.target == 0) {
@@ -55,16 +44,17 @@ impl VuOverrides {
         iterations: Option<&str>,
     ) -> anyhow::Result<Self> {
         let parsed = VuOverride {
-            vus: vus.map(|v| count("--vus", v)).transpose()?,
+            vus: vus
+                .map(|v| values::count_flag("--vus", v, values::clients))
+                .transpose()?,
             duration: duration
-                .map(|d| parse_duration_flag("--duration", d, true))
+                .map(|d| values::positive_duration_flag("--duration", d, true))
                 .transpose()?,
             stages: stages.map(parse_stages).transpose()?,
-            iterations: iterations.map(|n| count("--iterations", n)).transpose()?,
+            iterations: iterations
+                .map(|n| values::count_flag("--iterations", n, values::count))
+                .transpose()?,
         };
-        if parsed.duration.is_some_and(|d| d.is_zero()) {
-            return Err(usage("--duration: must be greater than zero"));
-        }
         if parsed.stages.is_some()
             && (parsed.vus.is_some() || parsed.duration.is_some() || parsed.iterations.is_some())
         {
@@ -115,11 +105,11 @@ mod tests {
         };
         assert_eq!(
             e(Some("0"), None, None, None),
-            "--vus: `0` must be a whole number of at least 1"
+            "--vus: `0` must be a whole number from 1 to 1000000"
         );
         assert_eq!(
             e(None, None, None, Some("x")),
-            "--iterations: `x` must be a whole number of at least 1"
+            "--iterations: `x` must be a whole number from 1 to 1000000000000"
         );
         assert!(e(None, Some("5parsecs"), None, None).starts_with("--duration: "));
         assert_eq!(

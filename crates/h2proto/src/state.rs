@@ -92,6 +92,7 @@ impl Slot {
         }
     }
 
+    #[inline]
     pub fn is_open(&self) -> bool {
         self.id != 0 && matches!(self.phase, Phase::AwaitingHead | Phase::Body)
     }
@@ -203,59 +204,71 @@ impl Connection {
         }
     }
 
+    #[inline]
     pub fn is_https(&self) -> bool {
         self.https
     }
 
     /// Streams completed on this connection.
+    #[inline]
     pub fn exchanges(&self) -> u64 {
         self.exchanges
     }
 
     /// Streams open now.
+    #[inline]
     pub fn active(&self) -> u32 {
         self.active
     }
 
     /// Why the connection is unusable, once it is.
+    #[inline]
     pub fn failed(&self) -> Option<ErrorKind> {
         self.failed
     }
 
     /// The last stream id of a GOAWAY the server sent.
+    #[inline]
     pub fn goaway(&self) -> Option<u32> {
         self.goaway
     }
 
+    #[inline]
     pub fn slot(&self, index: usize) -> &Slot {
         &self.slots[index]
     }
 
+    #[inline]
     pub fn slot_mut(&mut self, index: usize) -> &mut Slot {
         &mut self.slots[index]
     }
 
     /// How many slots exist (indices reported in events are below this).
+    #[inline]
     pub fn slot_count(&self) -> usize {
         self.slots.len()
     }
 
     /// What changed since the last call; the caller wakes what waits on it.
+    #[inline]
     pub fn events(&mut self) -> &mut Events {
         &mut self.events
     }
 
     /// Whether nothing is queued to send.
+    #[inline]
     pub fn output_is_empty(&self) -> bool {
         self.write_pos == self.write_buf.len()
     }
 
     /// Bytes waiting to be sent.
+    #[inline]
     pub fn output(&self) -> &[u8] {
         &self.write_buf[self.write_pos..]
     }
 
     /// `n` bytes of [`Connection::output`] were sent.
+    #[inline]
     pub fn wrote(&mut self, n: usize) {
         self.write_pos = (self.write_pos + n).min(self.write_buf.len());
         if self.write_pos == self.write_buf.len() {
@@ -269,6 +282,7 @@ impl Connection {
 
     /// Room to read into (at least a whole frame's worth); then call
     /// [`Connection::receive`] with how much was read.
+    #[inline]
     pub fn read_space(&mut self) -> &mut [u8] {
         if self.read_start == self.read_end {
             self.read_start = 0;
@@ -417,6 +431,7 @@ impl Connection {
 
     /// Whether a new stream may open now (`Ok(false)`: wait for a stream to close, see
     /// [`Events::capacity_freed`]); an error when the connection cannot take more.
+    #[inline]
     pub fn can_open(&self) -> Result<bool, ErrorKind> {
         if let Some(kind) = self.failed {
             return Err(kind);

@@ -17,7 +17,7 @@ mod vus;
 mod workload;
 mod workload_ops;
 
-pub use duration::{parse_duration, DurationError};
+pub use duration::{parse_duration, DurationError, DURATION_UNITS};
 pub use http_semantics::{Credentials, HttpDebug, Proxy, DEFAULT_MAX_REDIRECTS};
 pub use protocol::{
     parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion, TlsOptions,
