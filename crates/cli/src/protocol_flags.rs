@@ -4,7 +4,9 @@
 
 use crate::quick::parse_duration_flag;
 use crate::usage::usage;
-use barrage_plan::{parse_addr_range, ConnectionModel, HttpVersion, TestOptions, TlsVersion};
+use barrage_plan::{
+    parse_addr_range, ConnectionModel, HttpVersion, ResponseLimits, TestOptions, TlsVersion,
+};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -61,6 +63,13 @@ pub struct ProtocolArgs {
     /// Source addresses for new connections, e.g. 127.0.0.1-127.0.0.50 (comma-separated list)
     #[arg(long, value_name = "RANGE")]
     pub local_addrs: Option<String>,
+    /// Most of a response body kept for an extraction, e.g. 16MiB (default 4MiB); a longer
+    /// one fails as body_too_large. Bodies nothing reads are never kept.
+    #[arg(long, value_name = "SIZE")]
+    pub max_body: Option<String>,
+    /// Most header fields a response may carry (default 256)
+    #[arg(long, value_name = "N")]
+    pub max_headers: Option<u32>,
 }
 
 fn tls_version(flag: &str, value: &str) -> anyhow::Result<TlsVersion> {
@@ -148,6 +157,18 @@ impl ProtocolArgs {
         if let Some(bytes) = self.h2_connection_window {
             options.http2.initial_connection_window_size = Some(bytes);
         }
+        if let Some(size) = &self.max_body {
+            options.limits.max_body = ResponseLimits::parse_max_body(size)
+                .map_err(|e| usage(format!("--max-body: {e}")))?;
+        }
+        if let Some(n) = self.max_headers {
+            if !ResponseLimits::MAX_HEADERS_RANGE.contains(&n) {
+                return Err(usage(format!(
+                    "--max-headers: {n} is out of range (1 to 65536)"
+                )));
+            }
+            options.limits.max_headers = n;
+        }
         Ok(())
     }
 }
@@ -186,6 +207,20 @@ mod tests {
                     ..Default::default()
                 },
                 "--connection-model",
+            ),
+            (
+                ProtocolArgs {
+                    max_body: Some("0".into()),
+                    ..Default::default()
+                },
+                "--max-body",
+            ),
+            (
+                ProtocolArgs {
+                    max_headers: Some(0),
+                    ..Default::default()
+                },
+                "--max-headers",
             ),
             (
                 ProtocolArgs {

@@ -8,7 +8,7 @@ use crate::session::custom::LastResponse;
 use crate::session::request::CompiledRequest;
 use crate::session::values::Eval;
 use crate::worker::Worker;
-use barrage_http::{AnyConnection, Capture, Captured, ContentCoding, Exchange};
+use barrage_http::{AnyConnection, Capture, Captured, Exchange};
 use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord};
 use std::time::{Duration, Instant};
 
@@ -107,7 +107,10 @@ impl Client {
                     bytes_sent: exchange.bytes_sent,
                     bytes_received: exchange.bytes_received,
                     body_bytes: exchange.body_bytes,
-                    decoded_body_bytes: decoded_size(worker, captured.as_deref(), &exchange),
+                    decoded_body_bytes: captured
+                        .as_deref()
+                        .and_then(Captured::decoded_len)
+                        .unwrap_or(exchange.body_bytes),
                 };
                 worker.record_response(&record, request_id);
                 self.state.last_status = exchange.status;
@@ -116,11 +119,7 @@ impl Client {
                     phases: record.phases,
                 };
                 if let Some(captured) = captured {
-                    let failures = request.extraction.apply(
-                        &captured,
-                        &mut worker.scratch.borrow_mut().decode,
-                        &mut self.state,
-                    );
+                    let failures = request.extraction.apply(&captured, &mut self.state);
                     if failures > 0 {
                         worker.record_extraction_failures(request.tag, failures);
                     }
@@ -142,20 +141,6 @@ impl Client {
         }
         worker.record_error(request.tag, Instant::now(), kind, prepared, request_id);
         false
-    }
-}
-
-/// The body's size after content decoding: its wire size unless it came encoded (and was
-/// kept for decoding), and the wire size too when it cannot be decoded.
-fn decoded_size(worker: &Worker, captured: Option<&Captured>, exchange: &Exchange) -> u64 {
-    match captured {
-        Some(captured) if captured.coding() != ContentCoding::Identity => worker
-            .scratch
-            .borrow_mut()
-            .decode
-            .decode(captured)
-            .map_or(exchange.body_bytes, |body| body.len() as u64),
-        _ => exchange.body_bytes,
     }
 }
 
@@ -207,6 +192,7 @@ async fn attempt(
             headers: &request.extraction.headers,
             body: request.extraction.body,
             encoded_body: worker.run.connection.decode_responses,
+            max_body: worker.run.connection.max_body,
             into,
         });
         let write_started = Instant::now();

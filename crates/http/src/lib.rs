@@ -11,6 +11,7 @@
 //! lean codec too (`h2/`: frames, HPACK, streams, flow control),
 //! for the same reason (BENCHMARKS.md, issue #6). TLS uses rustls (`tls.rs`).
 
+mod body;
 mod buffers;
 mod capture;
 mod classify;
@@ -23,13 +24,15 @@ mod resolve;
 mod stream;
 mod tls;
 
+pub use body::{BodySink, ContentCoding, DEFAULT_MAX_BODY};
 pub use buffers::ReadBuffers;
-pub use capture::{Capture, Captured, ContentCoding};
+pub use capture::{Capture, Captured};
 pub use classify::classify_io_error;
 pub use connection::{connect, Connection, Exchange};
 pub use connector::{AnyConnection, Connector, Opened, Version};
 pub use framing::{
-    parse_head, parse_head_with, BodyFraming, ChunkedDecoder, FramingError, ResponseHead,
+    parse_head, parse_head_limited, parse_head_with, BodyFraming, ChunkedDecoder, FramingError,
+    ResponseHead, DEFAULT_MAX_HEADERS,
 };
 pub use h2::{H2Connection, H2Id, H2Settings};
 pub use request::{

@@ -44,10 +44,15 @@ pub enum ErrorKind {
     Malformed,
     /// Any other I/O failure.
     Io,
+    /// A body kept for an extraction or check grew past its limit (`--max-body`).
+    BodyTooLarge,
+    /// The generator ran out of file descriptors (EMFILE/ENFILE) opening a connection: a
+    /// limit of this machine, not the target's fault.
+    LocalFdLimit,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 18] = [
+    pub const ALL: [ErrorKind; 20] = [
         ErrorKind::Dns,
         ErrorKind::Refused,
         ErrorKind::Connect,
@@ -66,6 +71,8 @@ impl ErrorKind {
         ErrorKind::Closed,
         ErrorKind::Malformed,
         ErrorKind::Io,
+        ErrorKind::BodyTooLarge,
+        ErrorKind::LocalFdLimit,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -93,6 +100,8 @@ impl ErrorKind {
             ErrorKind::Closed => "closed",
             ErrorKind::Malformed => "malformed",
             ErrorKind::Io => "io",
+            ErrorKind::BodyTooLarge => "body_too_large",
+            ErrorKind::LocalFdLimit => "local_fd_limit",
         }
     }
 
@@ -121,6 +130,10 @@ impl ErrorKind {
             ErrorKind::Closed => "connection closed before a complete response",
             ErrorKind::Malformed => "malformed HTTP response",
             ErrorKind::Io => "I/O error",
+            ErrorKind::BodyTooLarge => "response body larger than --max-body (kept for an extraction)",
+            ErrorKind::LocalFdLimit => {
+                "generator out of file descriptors (raise `ulimit -n`, or use fewer clients)"
+            }
         }
     }
 }

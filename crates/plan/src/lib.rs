@@ -14,8 +14,8 @@ mod workload;
 
 pub use duration::{parse_duration, DurationError};
 pub use protocol::{
-    parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion, TlsOptions,
-    TlsVersion,
+    parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion,
+    ResponseLimits, TlsOptions, TlsVersion,
 };
 pub use session::{
     walk_steps, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource, Extraction,
@@ -89,6 +89,9 @@ pub struct TestOptions {
     pub http2: Http2Options,
     #[serde(default)]
     pub connections: ConnectionOptions,
+    /// Response body and header limits.
+    #[serde(default, skip_serializing_if = "ResponseLimits::is_default")]
+    pub limits: ResponseLimits,
 }
 
 impl Default for TestOptions {
@@ -104,6 +107,7 @@ impl Default for TestOptions {
             tls: TlsOptions::default(),
             http2: Http2Options::default(),
             connections: ConnectionOptions::default(),
+            limits: ResponseLimits::default(),
         }
     }
 }

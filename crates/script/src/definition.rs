@@ -25,6 +25,8 @@ const TEST_OPTIONS: &[&str] = &[
     "compression",
     "threads",
     "seed",
+    "maxBody",
+    "maxResponseHeaders",
 ];
 /// The largest integer a JavaScript number holds exactly.
 const MAX_SAFE: i64 = (1 << 53) - 1;
@@ -317,6 +319,20 @@ impl Definition {
                 "keepAlive" => options.keep_alive = a.bool(v, key)?,
                 "compression" => options.compression = a.bool(v, key)?,
                 "threads" => options.threads = Some(a.integer(v, key, 1, 4096)? as usize),
+                "maxBody" => {
+                    options.limits.max_body = match v {
+                        JsVal::Str(text) => barrage_plan::ResponseLimits::parse_max_body(text)
+                            .map_err(|e| a.err(format_args!("`{key}`: {e}")))?,
+                        other => {
+                            let range = barrage_plan::ResponseLimits::MAX_BODY_RANGE;
+                            a.integer(other, key, *range.start() as i64, *range.end() as i64)?
+                                as u64
+                        }
+                    }
+                }
+                "maxResponseHeaders" => {
+                    options.limits.max_headers = a.integer(v, key, 1, 65_536)? as u32;
+                }
                 _ => options.seed = Some(a.integer(v, key, 0, MAX_SAFE)? as u64),
             }
         }

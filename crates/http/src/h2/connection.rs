@@ -9,6 +9,7 @@
 use super::frame::{self, FrameHeader, HEADER_LEN};
 use super::hpack::Encoder;
 use super::hpack_decoder::Decoder;
+use crate::body::{BodySink, ContentCoding};
 use crate::classify::classify_io_error;
 use crate::stream::Stream;
 use barrage_metrics::ErrorKind;
@@ -40,7 +41,8 @@ pub(super) enum Phase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum KeepBody {
     Never,
-    Always,
+    /// Kept (decoded), up to this many bytes.
+    Always(usize),
     /// Only a content-encoded body (to count its decoded size); decided by the head.
     IfEncoded,
 }
@@ -66,7 +68,8 @@ pub(super) struct Slot {
     /// Response fields, each as name then value; `fields` holds (name end, value end).
     pub field_bytes: Vec<u8>,
     pub fields: Vec<(u32, u32)>,
-    pub body: Vec<u8>,
+    /// The body's sink (decoding, and keeping up to a limit); swapped with the capture's.
+    pub body: BodySink,
     pub send_window: i64,
     /// Received DATA bytes not yet given back by a WINDOW_UPDATE.
     unacked: u32,
@@ -92,7 +95,7 @@ impl Slot {
             keep_body: false,
             field_bytes: Vec::new(),
             fields: Vec::new(),
-            body: Vec::new(),
+            body: BodySink::default(),
             send_window: 0,
             unacked: 0,
             sending: false,
@@ -230,7 +233,10 @@ impl Conn {
         slot.keep_body = false;
         slot.field_bytes.clear();
         slot.fields.clear();
-        slot.body.clear();
+        match keep_body {
+            KeepBody::Always(limit) => slot.body.start(true, limit),
+            _ => slot.body.start(false, 0),
+        }
         slot.send_window = window;
         slot.unacked = 0;
         slot.sending = false;
@@ -287,6 +293,10 @@ impl Conn {
             // A stream-level error: the server still thinks the stream is open.
             frame::write_rst_stream(&mut self.write_buf, slot.id, frame::PROTOCOL_ERROR);
         }
+        if phase == Phase::Failed(ErrorKind::BodyTooLarge) && self.failed.is_none() {
+            // We stop reading a body past its limit: the server may stop sending it.
+            frame::write_rst_stream(&mut self.write_buf, slot.id, frame::CANCEL);
+        }
         let slot = &mut self.slots[index];
         slot.phase = phase;
         slot.done_at = Some(self.read_at);
@@ -308,9 +318,7 @@ impl Conn {
         let kind = match kind {
             // Prior knowledge sent to a server without h2c: it answers the preface with an
             // HTTP/1.1 error or a close, never with SETTINGS.
-            ErrorKind::Reset | ErrorKind::Closed | ErrorKind::H2Protocol
-                if !self.tls && !self.got_settings =>
-            {
+            ErrorKind::Reset | ErrorKind::Closed if !self.tls && !self.got_settings => {
                 ErrorKind::H2NotOffered
             }
             ErrorKind::Reset | ErrorKind::Closed | ErrorKind::Io if self.goaway.is_some() => {
@@ -441,8 +449,13 @@ impl Conn {
                 return Ok(());
             };
             if !self.got_settings && (header.kind != frame::SETTINGS || header.flags != 0) {
-                // The server's preface must be a SETTINGS frame.
-                return Err(ErrorKind::H2Protocol);
+                // The server's preface must be a SETTINGS frame. An HTTP/1.1 answer means
+                // the server does not speak h2c; anything else is a broken HTTP/2 server.
+                return Err(if !self.tls && available.starts_with(b"HTTP/") {
+                    ErrorKind::H2NotOffered
+                } else {
+                    ErrorKind::H2Protocol
+                });
             }
             if header.len > frame::MAX_FRAME_SIZE {
                 return Err(ErrorKind::H2Protocol);
@@ -604,7 +617,10 @@ impl Conn {
         slot.body_bytes += data.len() as u64;
         slot.wire_bytes += (HEADER_LEN + header.len) as u64;
         if slot.keep_body {
-            slot.body.extend_from_slice(data);
+            if let Err(kind) = slot.body.push(data) {
+                self.finish(index, Phase::Failed(kind));
+                return Ok(());
+            }
         }
         if header.flags & frame::FLAG_END_STREAM != 0 {
             self.finish(index, Phase::Done);
@@ -655,8 +671,9 @@ impl Conn {
                 return;
             }
             if name == b"content-encoding" {
-                let coding = value.trim_ascii();
-                encoded = !coding.is_empty() && !coding.eq_ignore_ascii_case(b"identity");
+                let coding = ContentCoding::parse(value);
+                encoded = coding != ContentCoding::Identity;
+                slot.body.set_coding(coding);
             }
             if slot.keep_fields {
                 slot.field_bytes.extend_from_slice(name);
@@ -692,7 +709,7 @@ impl Conn {
         slot.status = status;
         slot.keep_body = match slot.keep_body_when {
             KeepBody::Never => false,
-            KeepBody::Always => true,
+            KeepBody::Always(_) => true,
             KeepBody::IfEncoded => encoded,
         };
         slot.first_byte_at = Some(self.read_at);
