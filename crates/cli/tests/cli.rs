@@ -5,6 +5,8 @@
 mod closed;
 #[path = "cli/history_compare.rs"]
 mod history_compare;
+#[path = "cli/hostile.rs"]
+mod hostile;
 #[path = "cli/protocols.rs"]
 mod protocols;
 #[path = "cli/report_html.rs"]
