@@ -1,6 +1,7 @@
 //! The `barrage` binary: parses the command line and wires script/plan, engine, and reports.
 
 mod compare_cmd;
+mod fd_limit;
 mod history;
 mod live;
 mod outputs;
@@ -196,6 +197,8 @@ struct DemoArgs {
 }
 
 fn main() {
+    // Before anything opens a socket: a load generator needs many descriptors.
+    fd_limit::raise();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {

@@ -8,6 +8,7 @@ use crate::outputs::Streams;
 use crate::usage::{exit, usage};
 use anyhow::Context;
 use barrage_engine::{LiveSnapshot, RunControl};
+use barrage_metrics::ErrorKind;
 use barrage_plan::{Aggregation, Plan, Workload};
 use barrage_report::{Summary, DEFAULT_TREND_STATS};
 use barrage_results::{unix_ns, Machine, PlannedArrivalsBits, ResultsFile, RunMeta};
@@ -52,11 +53,21 @@ impl Finished {
                 .iter()
                 .map(|(k, n)| format!("{k}: {n}"))
                 .collect();
-            eprintln!(
-                "error: the target never answered: all {} requests failed ({})",
-                s.errors,
-                kinds.join(", ")
-            );
+            if s.errors_by_kind
+                .contains_key(ErrorKind::LocalFdLimit.name())
+            {
+                eprintln!(
+                    "error: barrage ran out of file descriptors: all {} requests failed ({}); raise `ulimit -n` or use fewer clients",
+                    s.errors,
+                    kinds.join(", ")
+                );
+            } else {
+                eprintln!(
+                    "error: the target never answered: all {} requests failed ({})",
+                    s.errors,
+                    kinds.join(", ")
+                );
+            }
             return exit::RUNTIME;
         }
         if s.k6.thresholds_failed() || s.k6.aborted_by_threshold.is_some() {
@@ -99,6 +110,11 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
     // Bad TLS input (an unreadable --cacert, a key that does not match) is a usage error,
     // found before any load starts.
     barrage_engine::connector(plan).map_err(|e| usage(format!("TLS: {e}")))?;
+    if let Some(warning) =
+        crate::fd_limit::raise().and_then(|limit| crate::fd_limit::warning(plan, limit))
+    {
+        eprintln!("{warning}");
+    }
     let control = RunControl {
         samples: options.streams.samples.clone(),
         ..RunControl::default()

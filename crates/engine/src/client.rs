@@ -36,6 +36,8 @@ pub(crate) struct Client {
     /// `shared` model: the pool slot of its last request, asked for again (see
     /// `SharedPool::checkout`).
     pub(crate) pool_slot: Option<usize>,
+    /// Connects that failed in a row: the next attempt waits longer (see `exchange.rs`).
+    pub(crate) connect_failures: u32,
 }
 
 /// How a session ended.
@@ -87,6 +89,7 @@ impl Client {
             since_yield: 0,
             expected_interval: None,
             pool_slot: None,
+            connect_failures: 0,
         }
     }
 

@@ -81,6 +81,7 @@ impl Client {
         worker.request_buffers.give(bytes, capacity);
         let kind = match outcome {
             Ok(Ok(attempt)) => {
+                self.connect_failures = 0;
                 let exchange = attempt.exchange;
                 if !(exchange.keep_alive && worker.run.keep_alive) {
                     self.connection = None;
@@ -140,7 +141,32 @@ impl Client {
             worker.captures.give(captured, held);
         }
         worker.record_error(request.tag, Instant::now(), kind, prepared, request_id);
+        if matches!(
+            kind,
+            ErrorKind::Refused | ErrorKind::Connect | ErrorKind::LocalFdLimit
+        ) {
+            // A connect that fails at once would otherwise be retried in a tight loop
+            // (hundreds of thousands a second, starving the event loop): back off.
+            self.connect_failures = self.connect_failures.saturating_add(1);
+            tokio::time::sleep(connect_backoff(self.connect_failures)).await;
+        }
         false
+    }
+}
+
+/// The wait after `failures` failed connects in a row: 1 ms, doubling, at most 250 ms.
+fn connect_backoff(failures: u32) -> Duration {
+    Duration::from_millis(1u64 << failures.saturating_sub(1).min(8)).min(Duration::from_millis(250))
+}
+
+#[cfg(test)]
+mod backoff_tests {
+    use super::*;
+
+    #[test]
+    fn connect_backoff_doubles_up_to_a_cap() {
+        let waits: Vec<u128> = (1..=12).map(|n| connect_backoff(n).as_millis()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 250, 250, 250, 250]);
     }
 }
 
