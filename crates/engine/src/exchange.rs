@@ -159,17 +159,6 @@ fn connect_backoff(failures: u32) -> Duration {
     Duration::from_millis(1u64 << failures.saturating_sub(1).min(8)).min(Duration::from_millis(250))
 }
 
-#[cfg(test)]
-mod backoff_tests {
-    use super::*;
-
-    #[test]
-    fn connect_backoff_doubles_up_to_a_cap() {
-        let waits: Vec<u128> = (1..=12).map(|n| connect_backoff(n).as_millis()).collect();
-        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 250, 250, 250, 250]);
-    }
-}
-
 async fn attempt(
     connection: &mut Option<AnyConnection>,
     worker: &Worker,
@@ -249,5 +238,16 @@ async fn attempt(
             }
             Err(kind) => return Err(kind),
         }
+    }
+}
+
+#[cfg(test)]
+mod backoff_tests {
+    use super::*;
+
+    #[test]
+    fn connect_backoff_doubles_up_to_a_cap() {
+        let waits: Vec<u128> = (1..=12).map(|n| connect_backoff(n).as_millis()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 250, 250, 250, 250]);
     }
 }
