@@ -2,6 +2,7 @@
 
 mod compare_cmd;
 mod fd_limit;
+mod hey_flags;
 mod history;
 mod live;
 mod outputs;
@@ -99,6 +100,13 @@ struct OverrideArgs {
     /// Run this many iterations in total, shared by the virtual users
     #[arg(long)]
     iterations: Option<String>,
+    /// Set a script global or a field under one, as StormForger's CLI does
+    /// (`--define defines.env=prod`; VALUE is JSON, or else text); repeatable
+    #[arg(long, value_name = "NAME=VALUE")]
+    define: Vec<String>,
+    /// StormForger non-functional requirements (version "0.1" YAML), evaluated as thresholds
+    #[arg(long, value_name = "FILE")]
+    nfr: Option<PathBuf>,
     #[command(flatten)]
     protocol: protocol_flags::ProtocolArgs,
 }
@@ -138,6 +146,19 @@ impl OverrideArgs {
                 self.iterations.as_deref(),
             )?,
             protocol: self.protocol.clone(),
+            nfr: self.nfr.clone(),
+            defines: self
+                .define
+                .iter()
+                .map(|pair| match pair.split_once('=') {
+                    Some((name, value)) if !name.is_empty() => {
+                        Ok((name.to_string(), value.to_string()))
+                    }
+                    _ => Err(usage(format!(
+                        "--define {pair}: expected NAME=VALUE (like defines.env=prod)"
+                    ))),
+                })
+                .collect::<anyhow::Result<_>>()?,
         })
     }
 }
@@ -199,7 +220,15 @@ struct DemoArgs {
 fn main() {
     // Before anything opens a socket: a load generator needs many descriptors.
     fd_limit::raise();
-    let cli = match Cli::try_parse() {
+    use clap::CommandFactory;
+    let args = match hey_flags::normalize(std::env::args_os().collect(), &Cli::command()) {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("error: {message}");
+            std::process::exit(exit::USAGE);
+        }
+    };
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
             // --help and --version
@@ -405,18 +434,24 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
         requests: 1,
         concurrency: args.concurrency,
         duration: Some(args.duration.clone()),
+        qps_per_worker: None,
         rate: None,
         method: "GET".into(),
         headers: Vec::new(),
         body: None,
         body_file: None,
         content_type: None,
+        accept: None,
+        user_agent: None,
+        host: None,
         timeout: "20".into(),
         basic_auth: None,
         disable_keepalive: false,
         disable_compression: false,
+        disable_redirects: false,
         output: None,
         threads: None,
+        cpus: None,
         print_plan: false,
         outputs: OutputArgs::default(),
         record: record::RecordArgs::default(),

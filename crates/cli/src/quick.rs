@@ -3,10 +3,10 @@
 use crate::protocol_flags::ProtocolArgs;
 use crate::usage::usage;
 use barrage_plan::{
-    parse_duration, ArrivalRate, Body, ClosedVus, Header, HeaderField, Method, Plan, RequestStep,
-    Session, Step, Target, TestOptions, Value, Workload, PLAN_FORMAT_VERSION,
+    parse_duration, ArrivalRate, Body, ClosedVus, Credentials, Header, HeaderField, Method, Plan,
+    RequestStep, Session, Step, Target, TestOptions, Value, Workload, DEFAULT_MAX_REDIRECTS,
+    PLAN_FORMAT_VERSION,
 };
-use base64::Engine as _;
 use clap::Args;
 use std::time::Duration;
 
@@ -29,9 +29,13 @@ pub struct QuickArgs {
     /// Duration of the run, e.g. 10s, 2m (wins over -n)
     #[arg(short = 'z', allow_hyphen_values = true)]
     pub duration: Option<String>,
-    /// Rate limit for the whole run in requests per second (open loop: requests are scheduled
-    /// independently of responses; latency counts from each request's scheduled time)
+    /// Rate limit per worker in requests per second, as hey's -q: the run sends q × c requests
+    /// per second (open loop: requests are scheduled independently of responses; latency
+    /// counts from each request's scheduled time)
     #[arg(short = 'q', allow_negative_numbers = true)]
+    pub qps_per_worker: Option<f64>,
+    /// Rate limit for the whole run in requests per second (open loop, as -q)
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "qps_per_worker")]
     pub rate: Option<f64>,
     /// HTTP method
     #[arg(short = 'm', default_value = "GET")]
@@ -45,13 +49,22 @@ pub struct QuickArgs {
     /// Request body from a file
     #[arg(short = 'D')]
     pub body_file: Option<std::path::PathBuf>,
-    /// Content-Type header
+    /// Content-Type header (default text/html, as hey)
     #[arg(short = 'T')]
     pub content_type: Option<String>,
+    /// Accept header
+    #[arg(short = 'A')]
+    pub accept: Option<String>,
+    /// User-Agent header
+    #[arg(short = 'U')]
+    pub user_agent: Option<String>,
+    /// Host header (the connection still goes to the URL's host)
+    #[arg(long)]
+    pub host: Option<String>,
     /// Timeout per request: seconds, or a duration like 500ms; 0 means none
     #[arg(short = 't', default_value = "20", allow_hyphen_values = true)]
     pub timeout: String,
-    /// Basic authentication, user:password
+    /// Basic authentication, user:password (also taken from user:password@ in the URL)
     #[arg(short = 'a')]
     pub basic_auth: Option<String>,
     /// Open a new connection for every request
@@ -60,12 +73,18 @@ pub struct QuickArgs {
     /// Do not ask for compressed responses
     #[arg(long)]
     pub disable_compression: bool,
+    /// Do not follow redirects (by default up to 10 are followed, each hop its own request)
+    #[arg(long)]
+    pub disable_redirects: bool,
     /// Output format: "json" prints the summary as JSON instead of hey's text layout
     #[arg(short = 'o')]
     pub output: Option<String>,
     /// Worker threads (default: one per CPU this process may use)
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Number of CPU cores to use (hey's -cpus): the number of worker threads
+    #[arg(long, conflicts_with = "threads", allow_negative_numbers = true)]
+    pub cpus: Option<i64>,
     /// Print the plan this command compiles to, as JSON, and exit
     #[arg(long)]
     pub print_plan: bool,
@@ -124,6 +143,15 @@ fn positive(flag: &str, what: &str, value: i64) -> anyhow::Result<u64> {
     Ok(value as u64)
 }
 
+/// Sets header `name` (replacing an earlier one of that name, as Go's `Header.Set` in hey).
+fn set_header(headers: &mut Vec<Header>, name: &str, value: &str) {
+    headers.retain(|h| !h.name.eq_ignore_ascii_case(name));
+    headers.push(Header {
+        name: name.to_string(),
+        value: value.to_string(),
+    });
+}
+
 fn parse_header(raw: &str) -> anyhow::Result<Header> {
     let Some((name, value)) = raw.split_once(':') else {
         return Err(usage(format!(
@@ -164,17 +192,13 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
         d if d.is_zero() => NO_TIMEOUT,
         d => d,
     };
-    let mut headers = Vec::new();
-    if let Some(auth) = &args.basic_auth {
-        if !auth.contains(':') {
-            return Err(usage("-a: expected user:password"));
+    let basic_auth = match &args.basic_auth {
+        Some(pair) => {
+            Some(Credentials::parse_pair(pair).ok_or_else(|| usage("-a: expected user:password"))?)
         }
-        let encoded = base64::engine::general_purpose::STANDARD.encode(auth);
-        headers.push(Header {
-            name: "Authorization".into(),
-            value: format!("Basic {encoded}"),
-        });
-    }
+        None => Credentials::from_url(&args.url),
+    };
+    let mut headers = Vec::new();
     let body = match (&args.body, &args.body_file) {
         (Some(text), _) => Some(text.clone().into_bytes()),
         (None, Some(path)) => Some(
@@ -183,27 +207,46 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
         ),
         (None, None) => None,
     };
-    let content_type = args
-        .content_type
-        .clone()
-        .or_else(|| body.as_ref().map(|_| "text/html".into()));
-    if let Some(content_type) = content_type {
-        headers.push(Header {
-            name: "Content-Type".into(),
-            value: content_type,
-        });
-    }
+    // hey sends a Content-Type (text/html unless -T) with every request.
+    let content_type = args.content_type.as_deref().unwrap_or("text/html");
+    let mut set = |name: &str, value: &str| set_header(&mut headers, name, value);
+    set("Content-Type", content_type);
     for raw in &args.headers {
-        headers.push(parse_header(raw)?);
+        let header = parse_header(raw)?;
+        set(&header.name, &header.value);
+    }
+    for (flag, name, value) in [
+        ("-A", "Accept", &args.accept),
+        ("-U", "User-Agent", &args.user_agent),
+        ("-host", "Host", &args.host),
+    ] {
+        if let Some(value) = value {
+            let header = Header {
+                name: name.into(),
+                value: value.clone(),
+            };
+            if let Some(problem) = header.problem() {
+                return Err(usage(format!("{flag}: {problem}")));
+            }
+            set(name, value);
+        }
     }
     let iterations = duration.is_none().then_some(requests);
-    let workload = match args.rate {
-        Some(rate) if !(rate.is_finite() && rate > 0.0) => {
+    let rate = match (args.qps_per_worker, args.rate) {
+        (Some(q), _) => Some(("-q", q, q * concurrency as f64)),
+        (None, Some(rate)) => Some(("--rate", rate, rate)),
+        (None, None) => None,
+    };
+    let workload = match rate {
+        Some((flag, given, _)) if !(given.is_finite() && given > 0.0) => {
             return Err(usage(format!(
-                "-q: the rate must be a positive number, got {rate}"
+                "{flag}: the rate must be a positive number, got {given}"
             )))
         }
-        Some(rate) => Workload::ArrivalRate(ArrivalRate {
+        Some((_, _, rate)) if !rate.is_finite() => {
+            return Err(usage("-q: the rate times -c is too large"))
+        }
+        Some((_, _, rate)) => Workload::ArrivalRate(ArrivalRate {
             rate_per_second: rate,
             vus: concurrency,
             duration,
@@ -218,6 +261,10 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
     if args.threads == Some(0) {
         return Err(usage("--threads must be at least 1"));
     }
+    let threads = match args.cpus {
+        Some(cpus) => Some(positive("-cpus", "the number of cores", cpus)? as usize),
+        None => args.threads,
+    };
     let mut plan = Plan {
         format_version: PLAN_FORMAT_VERSION,
         name: "quick".into(),
@@ -226,8 +273,14 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
             keep_alive: !args.disable_keepalive,
             compression: !args.disable_compression,
             headers: Vec::new(),
-            threads: args.threads,
+            threads,
             seed: None,
+            max_redirects: if args.disable_redirects {
+                0
+            } else {
+                DEFAULT_MAX_REDIRECTS
+            },
+            basic_auth,
             ..TestOptions::default()
         },
         workload,
@@ -303,16 +356,87 @@ mod tests {
 
     #[test]
     fn rate_and_duration_make_a_paced_plan() {
-        let p = plan(&["-q", "2000", "-z", "5s", "-c", "10", "http://127.0.0.1:1/"]).unwrap();
-        assert_eq!(
-            p.workload,
+        // hey's -q is per worker: 200 per second for each of 10 workers.
+        let p = plan(&["-q", "200", "-z", "5s", "-c", "10", "http://127.0.0.1:1/"]).unwrap();
+        let paced = |rate_per_second| {
             Workload::ArrivalRate(ArrivalRate {
-                rate_per_second: 2000.0,
+                rate_per_second,
                 vus: 10,
                 duration: Some(Duration::from_secs(5)),
-                iterations: None
+                iterations: None,
             })
+        };
+        assert_eq!(p.workload, paced(2000.0));
+        let p = plan(&[
+            "--rate",
+            "300",
+            "-z",
+            "5s",
+            "-c",
+            "10",
+            "http://127.0.0.1:1/",
+        ])
+        .unwrap();
+        assert_eq!(p.workload, paced(300.0));
+        assert!(plan(&["--rate", "3", "-q", "1", "http://h/"]).is_err());
+    }
+
+    #[test]
+    fn hey_defaults_for_content_type_redirects_and_auth_from_the_url() {
+        let p = plan(&["http://u:p%40ss@127.0.0.1:1/"]).unwrap();
+        let Step::Request(r) = &p.sessions[0].steps[0] else {
+            panic!("a request step")
+        };
+        assert_eq!(
+            r.headers,
+            vec![HeaderField {
+                name: "Content-Type".into(),
+                value: Value::text("text/html")
+            }]
         );
+        assert_eq!(p.options.max_redirects, 10);
+        assert_eq!(p.options.basic_auth, Credentials::parse_pair("u:p@ss"));
+        let p = plan(&["--disable-redirects", "-a", "a:b", "http://u:p@h/"]).unwrap();
+        assert_eq!(p.options.max_redirects, 0);
+        assert_eq!(p.options.basic_auth, Credentials::parse_pair("a:b"));
+    }
+
+    #[test]
+    fn accept_user_agent_host_and_cpus() {
+        let p = plan(&[
+            "-A",
+            "application/json",
+            "-U",
+            "ua/1",
+            "--host",
+            "example.test",
+            "--cpus",
+            "3",
+            "-H",
+            "content-type: a/b",
+            "http://h/",
+        ])
+        .unwrap();
+        let Step::Request(r) = &p.sessions[0].steps[0] else {
+            panic!("a request step")
+        };
+        let pairs: Vec<(String, Value)> = r
+            .headers
+            .iter()
+            .map(|h| (h.name.clone(), h.value.clone()))
+            .collect();
+        assert_eq!(
+            pairs,
+            vec![
+                ("content-type".into(), Value::text("a/b")),
+                ("Accept".into(), Value::text("application/json")),
+                ("User-Agent".into(), Value::text("ua/1")),
+                ("Host".into(), Value::text("example.test")),
+            ]
+        );
+        assert_eq!(p.options.threads, Some(3));
+        assert!(usage_message(&["--cpus", "0", "http://h/"]).starts_with("-cpus:"));
+        assert!(usage_message(&["--host", "a\u{1}b", "http://h/"]).starts_with("-host:"));
     }
 
     #[test]
@@ -346,8 +470,14 @@ mod tests {
             })
         );
         let names: Vec<&str> = r.headers.iter().map(|h| h.name.as_str()).collect();
-        assert_eq!(names, vec!["Authorization", "Content-Type", "X-A"]);
-        assert_eq!(r.headers[0].value, Value::text("Basic dTpw"));
+        assert_eq!(names, vec!["Content-Type", "X-A"]);
+        assert_eq!(
+            p.options
+                .basic_auth
+                .as_ref()
+                .map(Credentials::basic_header_value),
+            Some("Basic dTpw".into())
+        );
         assert!(!p.options.keep_alive && !p.options.compression);
         assert_eq!(p.options.request_timeout, Duration::from_millis(500));
     }

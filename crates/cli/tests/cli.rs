@@ -3,6 +3,8 @@
 
 #[path = "cli/closed.rs"]
 mod closed;
+#[path = "cli/hey.rs"]
+mod hey;
 #[path = "cli/history_compare.rs"]
 mod history_compare;
 #[path = "cli/hostile.rs"]
@@ -15,6 +17,8 @@ mod report_html;
 mod results;
 #[path = "cli/scenarios.rs"]
 mod scenarios;
+#[path = "cli/stormforger.rs"]
+mod stormforger;
 mod support;
 #[path = "cli/thresholds.rs"]
 mod thresholds;
@@ -447,7 +451,10 @@ fn method_headers_body_and_auth_land_in_the_plan() {
     assert_eq!(r["path"], "/echo?x=1", "{plan:#}");
     assert_eq!(plan_body(r), b"hello");
     assert_eq!(plan_header(r, "X-Test"), Some("yes"), "{plan:#}");
-    assert_eq!(plan_header(r, "Authorization"), Some("Basic dTpw"));
+    assert_eq!(
+        plan["options"]["basic_auth"],
+        serde_json::json!({"username": "u", "password": "p"})
+    );
     assert_eq!(plan_header(r, "Content-Type"), Some("application/json"));
     assert_eq!(plan["options"]["keep_alive"], false);
     assert_eq!(plan["options"]["compression"], false);

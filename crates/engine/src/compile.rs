@@ -1,11 +1,12 @@
 //! Compiles a plan for execution: every session to a program (`crate::session`), tags as
 //! indices, checks as counter indices, session choice as a cumulative weight table.
 
+use crate::redirect::Origin;
 use crate::session::program::compile_session;
 use crate::session::request::RequestContext;
 use crate::session::{CompiledSession, SessionProblem};
 use barrage_metrics::{CustomKind, CustomMetrics, RunMetrics};
-use barrage_plan::{DataSource, MetricKind, Plan};
+use barrage_plan::{DataSource, Header, MetricKind, Plan};
 
 fn custom_kind(kind: MetricKind) -> CustomKind {
     match kind {
@@ -16,6 +17,25 @@ fn custom_kind(kind: MetricKind) -> CustomKind {
     }
 }
 use rand::Rng;
+
+/// The plan's headers, with `Authorization: Basic` first when the plan has credentials and
+/// sets no `Authorization` of its own.
+fn headers_with_auth(plan: &Plan) -> Vec<Header> {
+    let mut headers = Vec::with_capacity(plan.options.headers.len() + 1);
+    let has_own = plan
+        .options
+        .headers
+        .iter()
+        .any(|h| h.name.eq_ignore_ascii_case("authorization"));
+    if let Some(credentials) = plan.options.basic_auth.as_ref().filter(|_| !has_own) {
+        headers.push(Header {
+            name: "Authorization".into(),
+            value: credentials.basic_header_value(),
+        });
+    }
+    headers.extend(plan.options.headers.iter().cloned());
+    headers
+}
 
 /// Everything a worker needs from the plan, immutable and shared by all workers.
 #[derive(Debug)]
@@ -30,6 +50,8 @@ pub(crate) struct CompiledPlan {
     pub data: Vec<DataSource>,
     /// The plan's custom metrics, in declaration order.
     pub custom: Vec<(String, CustomKind)>,
+    /// The target's origin, that redirects resolve against.
+    pub origin: Option<Origin>,
 }
 
 /// Why a plan cannot be compiled for execution.
@@ -40,16 +62,30 @@ pub enum CompileError {
         session: String,
         problem: SessionProblem,
     },
+    #[error("the plan asks for {0}, which this engine does not do yet")]
+    Unsupported(&'static str),
 }
 
 impl CompiledPlan {
     pub(crate) fn compile(plan: &Plan) -> Result<Self, CompileError> {
+        // Never run a plan differently from what it says.
+        if plan.options.cookies {
+            return Err(CompileError::Unsupported("a cookie jar (`cookies`)"));
+        }
+        if plan.options.proxy.is_some() {
+            return Err(CompileError::Unsupported("an HTTP proxy (`proxy`)"));
+        }
+        if plan.options.http_debug.is_some() {
+            return Err(CompileError::Unsupported("`http_debug`"));
+        }
         let authority = plan.target.authority();
+        let headers = headers_with_auth(plan);
         let request_cx = RequestContext {
             authority: &authority,
             keep_alive: plan.options.keep_alive,
             accept_gzip: plan.options.compression,
-            headers: &plan.options.headers,
+            headers: &headers,
+            max_redirects: plan.options.max_redirects,
         };
         let mut sessions = Vec::with_capacity(plan.sessions.len());
         let mut cumulative_weights = Vec::with_capacity(plan.sessions.len());
@@ -83,6 +119,7 @@ impl CompiledPlan {
                 .iter()
                 .map(|d| (d.name.clone(), custom_kind(d.kind)))
                 .collect(),
+            origin: Origin::new(&plan.target),
         })
     }
 

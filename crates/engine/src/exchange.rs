@@ -4,6 +4,7 @@
 //! connection the server closed while idle, record the outcome, and run the extractions.
 
 use crate::client::Client;
+use crate::redirect;
 use crate::session::custom::LastResponse;
 use crate::session::request::CompiledRequest;
 use crate::session::values::Eval;
@@ -20,9 +21,19 @@ struct Attempt {
     write_started: Instant,
 }
 
+/// What one hop of a request ended with.
+enum Hop {
+    /// The request's final response or failure: whether it succeeded.
+    Done(bool),
+    /// A redirect to follow, to this path on the same origin.
+    Redirect(String),
+}
+
 impl Client {
     /// Sends `request`, records it, and extracts from its response. Returns false when the
-    /// request failed: a transport error, or a status of 400 or more.
+    /// request failed: a transport error, or a status of 400 or more. Redirects are
+    /// followed up to the request's limit, each hop a request of its own (timed from its own
+    /// start, recorded under the same tag); extractions read the final response.
     pub(crate) async fn request(
         &mut self,
         worker: &Worker,
@@ -40,9 +51,53 @@ impl Client {
         });
         // The sample log writes the id from its counter; the plan's own header is not ours.
         let request_id = request.sends_request_id().then_some(id_number);
+        let mut start = intended;
+        let mut hops_left = request.max_redirects;
+        let ok = loop {
+            match self
+                .hop(worker, request, &bytes, start, request_id, hops_left > 0)
+                .await
+            {
+                Hop::Done(ok) => break ok,
+                Hop::Redirect(path) => {
+                    hops_left -= 1;
+                    let mut next = worker.request_buffers.take();
+                    let referer = worker
+                        .run
+                        .plan
+                        .origin
+                        .as_ref()
+                        .map_or_else(String::new, |o| o.url_of(redirect::request_path(&bytes)));
+                    let status = self.state.last_status;
+                    redirect::next_request(&bytes, status, &path, &referer, &mut next);
+                    let capacity = bytes.capacity();
+                    worker
+                        .request_buffers
+                        .give(std::mem::replace(&mut bytes, next), capacity);
+                    start = Instant::now();
+                }
+            }
+        };
+        let capacity = bytes.capacity();
+        worker.request_buffers.give(bytes, capacity);
+        ok
+    }
+
+    /// One exchange of `bytes`: sends, records, and either extracts (the final response) or
+    /// returns the redirect to follow, when `may_redirect`.
+    async fn hop(
+        &mut self,
+        worker: &Worker,
+        request: &CompiledRequest,
+        bytes: &[u8],
+        intended: Instant,
+        request_id: Option<u64>,
+        may_redirect: bool,
+    ) -> Hop {
         let decode = worker.run.connection.decode_responses;
         let mut captured =
-            (decode || !request.extraction.is_empty()).then(|| worker.captures.take());
+            (decode || !request.extraction.is_empty() || request.location_header.is_some())
+                .then(|| worker.captures.take());
         // What a failed request counts as sent (how much of it left is unknown); a response
         // brings the exact wire count (HTTP/2 sends HPACK-compressed frames, not these bytes).
         let prepared = bytes.len() as u64;
@@ -52,7 +107,7 @@ impl Client {
                     attempt(
                         &mut self.connection,
                         worker,
-                        &bytes,
+                        bytes,
                         request,
                         captured.as_deref_mut(),
                     )
@@ -64,7 +119,7 @@ impl Client {
                     let result = attempt(
                         &mut lease.connection,
                         worker,
-                        &bytes,
+                        bytes,
                         request,
                         captured.as_deref_mut(),
                     )
@@ -77,8 +132,6 @@ impl Client {
             }
         })
         .await;
-        let capacity = bytes.capacity();
-        worker.request_buffers.give(bytes, capacity);
         let kind = match outcome {
             Ok(Ok(attempt)) => {
                 self.connect_failures = 0;
@@ -119,15 +172,30 @@ impl Client {
                     duration: record.latency,
                     phases: record.phases,
                 };
+                let mut hop = Hop::Done(exchange.status < 400);
                 if let Some(captured) = captured {
-                    let failures = request.extraction.apply(&captured, &mut self.state);
-                    if failures > 0 {
-                        worker.record_extraction_failures(request.tag, failures);
+                    let redirect = may_redirect && redirect::is_redirect(exchange.status);
+                    let location = request
+                        .location_header
+                        .filter(|_| redirect)
+                        .and_then(|index| captured.header(index))
+                        .and_then(|location| {
+                            let origin = worker.run.plan.origin.as_ref()?;
+                            origin.resolve(redirect::request_path(bytes), location)
+                        });
+                    match location {
+                        Some(path) => hop = Hop::Redirect(path),
+                        None => {
+                            let failures = request.extraction.apply(&captured, &mut self.state);
+                            if failures > 0 {
+                                worker.record_extraction_failures(request.tag, failures);
+                            }
+                        }
                     }
                     let held = captured.retained_bytes();
                     worker.captures.give(captured, held);
                 }
-                return exchange.status < 400;
+                return hop;
             }
             Ok(Err(kind)) => kind,
             Err(_elapsed) => ErrorKind::Timeout,
@@ -150,7 +218,7 @@ impl Client {
             self.connect_failures = self.connect_failures.saturating_add(1);
             tokio::time::sleep(connect_backoff(self.connect_failures)).await;
         }
-        false
+        Hop::Done(false)
     }
 }
 

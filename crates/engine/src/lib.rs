@@ -20,6 +20,7 @@ mod exchange;
 mod executor;
 mod pool;
 mod protocol;
+mod redirect;
 mod samples;
 mod scheduler;
 mod self_check;

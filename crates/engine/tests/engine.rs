@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 mod support;
 use support::*;
+#[path = "engine/http_semantics.rs"]
+mod http_semantics;
 #[path = "engine/protocols.rs"]
 mod protocols;
 #[path = "engine/stop_and_metrics.rs"]

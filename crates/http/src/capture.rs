@@ -2,7 +2,7 @@
 //! the decoded size of a content-encoded body and the body itself (decoded, up to a limit),
 //! into buffers the caller reuses (nothing is allocated when nothing is asked).
 
-use crate::body::{BodySink, ContentCoding};
+use barrage_body::{BodySink, ContentCoding};
 
 /// Captured parts of one response; keep one around and pass it again, its buffers are reused.
 #[derive(Debug, Default)]

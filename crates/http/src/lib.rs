@@ -8,10 +8,9 @@
 //! head: the engine needs the timing of each phase (write, wait, read) and a response path
 //! that allocates nothing per request, neither of which a general client exposes.
 //! BENCHMARKS.md records the side-by-side measurement against hyper's client. HTTP/2 is our own
-//! lean codec too (`h2/`: frames, HPACK, streams, flow control),
+//! lean codec too (the sans-IO crate `barrage-h2proto`, driven over the socket by `h2/`),
 //! for the same reason (BENCHMARKS.md, issue #6). TLS uses rustls (`tls.rs`).
 
-mod body;
 mod buffers;
 mod capture;
 mod classify;
@@ -24,7 +23,7 @@ mod resolve;
 mod stream;
 mod tls;
 
-pub use body::{BodySink, ContentCoding, DEFAULT_MAX_BODY};
+pub use barrage_body::{BodySink, ContentCoding, DEFAULT_MAX_BODY};
 pub use buffers::ReadBuffers;
 pub use capture::{Capture, Captured};
 pub use classify::classify_io_error;

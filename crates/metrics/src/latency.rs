@@ -209,21 +209,31 @@ impl LatencyHistogram {
         self.inner.value_at_percentile(percentile)
     }
 
-    /// Counts of recorded values grouped into `buckets` equal-width bins between the fastest and
-    /// slowest value (hey's "response time histogram"). Returns `(upper bound µs, count)` pairs.
-    pub fn linear_buckets(&self, buckets: usize) -> Vec<(u64, u64)> {
-        if self.is_empty() || buckets == 0 {
+    /// hey's "response time histogram": `rows` marks from the fastest to the slowest value
+    /// (hey has 11: the fastest, nine equal steps, the slowest), each value counted at the
+    /// first mark at or above it. Returns `(mark µs, count)` pairs.
+    pub fn hey_buckets(&self, rows: usize) -> Vec<(u64, u64)> {
+        if self.is_empty() || rows < 2 {
             return Vec::new();
         }
         let low = self.min_micros();
-        let high = self.max_micros().max(low + 1);
-        let width = (high - low) as f64 / buckets as f64;
-        let mut out: Vec<(u64, u64)> = (1..=buckets)
+        let high = self.max_micros().max(low);
+        let steps = (rows - 1) as f64;
+        let width = (high - low) as f64 / steps;
+        let mut out: Vec<(u64, u64)> = (0..rows)
             .map(|i| ((low as f64 + width * i as f64).round() as u64, 0))
             .collect();
+        out[rows - 1].0 = high;
         for value in self.inner.iter_recorded() {
-            let v = self.inner.highest_equivalent(value.value_iterated_to());
-            let index = (((v.saturating_sub(low)) as f64 / width) as usize).min(buckets - 1);
+            let v = self
+                .inner
+                .median_equivalent(value.value_iterated_to())
+                .clamp(low, high);
+            let index = if width == 0.0 || v <= low {
+                0
+            } else {
+                (((v - low) as f64 / width).ceil() as usize).min(rows - 1)
+            };
             out[index].1 += value.count_at_value();
         }
         out
@@ -331,16 +341,26 @@ mod tests {
     }
 
     #[test]
-    fn linear_buckets_hold_every_value() {
+    fn hey_buckets_hold_every_value_at_the_first_mark_at_or_above_it() {
         let mut h = LatencyHistogram::new();
         for v in [100u64, 200, 300, 400, 1000, 1000, 1000] {
             h.record_micros(v);
         }
-        let buckets = h.linear_buckets(10);
-        assert_eq!(buckets.len(), 10);
+        let buckets = h.hey_buckets(11);
+        assert_eq!(buckets.len(), 11);
         assert_eq!(buckets.iter().map(|b| b.1).sum::<u64>(), 7);
-        assert_eq!(buckets[0].1, 1);
-        assert_eq!(buckets[9].1, 3);
+        assert_eq!(
+            buckets[0],
+            (100, 1),
+            "the fastest value has a row of its own"
+        );
+        assert_eq!(buckets[1], (190, 0));
+        assert_eq!(buckets[2], (280, 1));
+        assert_eq!(buckets[10], (1000, 3));
+        let mut one = LatencyHistogram::new();
+        one.record_micros(500);
+        assert_eq!(one.hey_buckets(11)[0].1, 1);
+        assert!(LatencyHistogram::new().hey_buckets(11).is_empty());
     }
 
     #[test]

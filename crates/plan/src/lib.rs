@@ -5,6 +5,7 @@
 //! construction helpers and validation.
 
 mod duration;
+mod http_semantics;
 mod protocol;
 mod session;
 mod target;
@@ -13,6 +14,7 @@ mod vus;
 mod workload;
 
 pub use duration::{parse_duration, DurationError};
+pub use http_semantics::{Credentials, HttpDebug, DEFAULT_MAX_REDIRECTS};
 pub use protocol::{
     parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion,
     ResponseLimits, TlsOptions, TlsVersion,
@@ -92,6 +94,29 @@ pub struct TestOptions {
     /// Response body and header limits.
     #[serde(default, skip_serializing_if = "ResponseLimits::is_default")]
     pub limits: ResponseLimits,
+    /// Follow 3xx responses with a `Location` up to this many hops per request (0: the 3xx is
+    /// the response). Each hop is a request of its own, timed and counted like any other.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max_redirects: u32,
+    /// Keep a cookie jar per client (RFC 6265): `Set-Cookie` is stored, `Cookie` sent back.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cookies: bool,
+    /// Basic authentication sent with every request (from `user:pass@` in the target URL,
+    /// hey's `-a`, or a script's `setAuthentication`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub basic_auth: Option<Credentials>,
+    /// Send every request through this HTTP proxy: absolute-form requests for `http://`
+    /// targets, a `CONNECT` tunnel for `https://`. Credentials in it become
+    /// `Proxy-Authorization`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<Target>,
+    /// Print the first requests and responses to stderr (headers; bodies too with `full`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_debug: Option<HttpDebug>,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 impl Default for TestOptions {
@@ -108,6 +133,11 @@ impl Default for TestOptions {
             http2: Http2Options::default(),
             connections: ConnectionOptions::default(),
             limits: ResponseLimits::default(),
+            max_redirects: 0,
+            cookies: false,
+            basic_auth: None,
+            proxy: None,
+            http_debug: None,
         }
     }
 }

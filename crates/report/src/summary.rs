@@ -47,6 +47,9 @@ pub struct ArrivalSummary {
     pub achieved_per_second: f64,
 }
 
+/// Rows of hey's response time histogram: the fastest, nine equal steps, the slowest.
+pub const HEY_HISTOGRAM_ROWS: usize = 11;
+
 /// Average, fastest and slowest of one request phase, in seconds.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct PhaseSummary {
@@ -241,7 +244,7 @@ impl Summary {
             latency_corrected: corrected(&total.latency_corrected),
             histogram: total
                 .latency
-                .linear_buckets(10)
+                .hey_buckets(HEY_HISTOGRAM_ROWS)
                 .into_iter()
                 .map(|(upper, count)| HistogramBucket {
                     upper_s: upper as f64 / 1e6,
@@ -280,6 +283,7 @@ impl Summary {
                 info.elapsed,
                 &info.thresholds,
                 &info.trend_stats,
+                !info.interrupted,
             ),
             vus: metrics.vus.seconds.clone(),
             vus_peak: metrics.vus.peak(),

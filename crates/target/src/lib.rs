@@ -15,6 +15,7 @@
 
 mod chaos;
 mod echo;
+mod httpbin;
 mod params;
 mod respond;
 mod routes;

@@ -10,6 +10,9 @@
 //!   connection closed, other 1xx become a bodiless 500; over h2c they reset the stream)
 //! - `/bytes/<n>` → `n` bytes (repeating base64 alphabet), at most 100 MB
 //! - `/echo` → the request as JSON (see [`crate::echo`])
+//! - httpbin's endpoints (`/get`, `/post`, `/anything`, `/headers`, `/cookies`,
+//!   `/cookies/set`, `/redirect/<n>`, `/basic-auth/<u>/<p>`, `/base64/<x>`, `/html`, `/json`,
+//!   ...: see [`crate::httpbin`]); `/status/3xx` carries `Location: /redirect/1`
 //! - anything else → 404 `{"error":"not found","path":...}`
 
 use std::borrow::Cow;
@@ -21,6 +24,7 @@ use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 
 use crate::echo;
+use crate::httpbin;
 use crate::params::{self, Params};
 use crate::respond::{self, Body, Precomputed, Reply};
 use crate::tokens::{self, TokenStore};
@@ -99,8 +103,37 @@ pub(crate) async fn handle(
         };
         return Ok(respond::finish(reply, &params, gzip_ok).await);
     }
-    let reply = route(&state, req).await;
-    Ok(respond::finish(reply, &params, gzip_ok).await)
+    let (reply, headers) = if httpbin::serves(req.uri().path()) {
+        httpbin::route(req).await
+    } else {
+        let path = req.uri().path().to_owned();
+        let reply = route(&state, req).await;
+        let headers = status_headers(&path, reply.status);
+        (reply, headers)
+    };
+    let mut response = respond::finish(reply, &params, gzip_ok).await;
+    response.headers_mut().extend(headers);
+    Ok(response)
+}
+
+/// What `/status/<code>` adds, as httpbin does: redirects point to `/redirect/1`, a 401
+/// challenges for basic authentication.
+fn status_headers(path: &str, status: StatusCode) -> hyper::HeaderMap {
+    if !path.starts_with("/status/") {
+        return hyper::HeaderMap::new();
+    }
+    match status.as_u16() {
+        301 | 302 | 303 | 305 | 307 | 308 => httpbin::redirect_reply(status, "/redirect/1").1,
+        401 => {
+            let mut headers = hyper::HeaderMap::new();
+            headers.insert(
+                hyper::header::WWW_AUTHENTICATE,
+                hyper::header::HeaderValue::from_static("Basic realm=\"Fake Realm\""),
+            );
+            headers
+        }
+        _ => hyper::HeaderMap::new(),
+    }
 }
 
 /// Dispatches on the path.

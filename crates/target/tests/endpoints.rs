@@ -3,6 +3,8 @@
 
 #[path = "support/client.rs"]
 mod client;
+#[path = "endpoints/httpbin.rs"]
+mod httpbin;
 #[path = "support/transports.rs"]
 mod transports;
 

@@ -24,6 +24,8 @@ pub(crate) struct RequestContext<'a> {
     pub accept_gzip: bool,
     /// Headers of every request (the plan's options), before request-specific ones.
     pub headers: &'a [Header],
+    /// Redirects a request follows unless it sets its own limit.
+    pub max_redirects: u32,
 }
 
 #[derive(Debug)]
@@ -49,6 +51,10 @@ pub(crate) struct CompiledRequest {
     pub expects_body: bool,
     pub abort_on_error: bool,
     pub extraction: Extractions,
+    /// Redirect hops this request follows (0: a 3xx is its response).
+    pub max_redirects: u32,
+    /// Where `Location` is among the captured headers, when redirects are followed.
+    pub location_header: Option<usize>,
     wire: Wire,
     /// Whether barrage adds `X-Request-Id` (the plan did not set one).
     request_id: bool,
@@ -129,7 +135,7 @@ fn path_template(
         };
         if let Some(value) = value {
             out.literal(&bytes[literal_from..i]);
-            out.value(value, Encoding::Url);
+            out.value(value, Encoding::AsWritten);
             literal_from = end;
         }
         i = end;
@@ -232,10 +238,15 @@ impl CompiledRequest {
     pub(crate) fn compile(
         request: &RequestStep,
         cx: &RequestContext<'_>,
-        extraction: Extractions,
+        mut extraction: Extractions,
         scope: &mut Scope,
     ) -> Result<Self, SessionProblem> {
         let method = request.method.as_str();
+        let max_redirects = request.max_redirects.unwrap_or(cx.max_redirects);
+        let location_header = (max_redirects > 0).then(|| {
+            extraction.headers.push("location".into());
+            extraction.headers.len() - 1
+        });
         if !is_clean_path(&request.path) {
             return Err(RequestError::BadPath(request.path.clone()).into());
         }
@@ -342,6 +353,8 @@ impl CompiledRequest {
             expects_body: method != "HEAD",
             abort_on_error: request.abort_on_error,
             extraction,
+            max_redirects,
+            location_header,
             wire,
             request_id,
         })

@@ -32,6 +32,7 @@ fn compile(steps: Vec<Step>) -> Result<CompiledSession, SessionProblem> {
         keep_alive: true,
         accept_gzip: true,
         headers: &[],
+        max_redirects: 0,
     };
     let session = Session {
         name: "s".into(),

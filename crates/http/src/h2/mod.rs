@@ -1,17 +1,13 @@
 //! One HTTP/2 connection (h2c by prior knowledge or h2 negotiated over TLS) on barrage's own
 //! lean codec: BENCHMARKS.md ("HTTP/2 and TLS against h2load") shows the `h2` crate was most
-//! of the client's cost. Requests arrive as the same HTTP/1.1 bytes the HTTP/1.1 path writes
-//! and are turned into HEADERS here (`request.rs`), so every request source works over both
+//! of the client's cost. The protocol (frames, HPACK, streams, flow control) is the sans-IO
+//! crate `barrage-h2proto`; this module drives it over a socket. Requests arrive as the same
+//! HTTP/1.1 bytes the HTTP/1.1 path writes, so every request source works over both
 //! protocols. Handles are cheap clones sharing one single-threaded state (`connection.rs`:
-//! streams, flow control, frame processing; `frame.rs`: the wire format; `hpack.rs`,
-//! `hpack_decoder.rs` and `huffman.rs`: header compression). Requests of the handles queued in one event-loop turn leave in one write.
+//! the socket, the protocol state, the waiting exchanges). Requests of the handles queued in
+//! one event-loop turn leave in one write.
 
 mod connection;
-mod frame;
-mod hpack;
-mod hpack_decoder;
-mod huffman;
-mod request;
 #[cfg(test)]
 mod tests;
 
@@ -19,8 +15,9 @@ use crate::capture::Capture;
 use crate::classify::classify_io_error;
 use crate::connection::Exchange;
 use crate::stream::Stream;
+use barrage_h2proto::{Connection as Protocol, KeepBody, Phase};
 use barrage_metrics::ErrorKind;
-use connection::{Conn, KeepBody, Phase};
+use connection::Conn;
 use std::cell::RefCell;
 use std::future::poll_fn;
 use std::rc::{Rc, Weak};
@@ -81,37 +78,29 @@ impl H2Connection {
         mut stream: Stream,
         settings: &H2Settings,
     ) -> Result<H2Connection, ErrorKind> {
-        let mut preface = Vec::with_capacity(64);
-        connection::preface(
-            &mut preface,
+        let mut proto = Protocol::new(
+            stream.is_tls(),
             settings.initial_window_size,
             settings.initial_connection_window_size,
         );
         stream
-            .write_all(&preface)
+            .write_all(proto.output())
             .await
             .map_err(|e| classify_io_error(&e, false))?;
+        proto.wrote(proto.output().len());
         stream
             .flush()
             .await
             .map_err(|e| classify_io_error(&e, false))?;
-        let stream_window = settings
-            .initial_window_size
-            .unwrap_or(frame::DEFAULT_WINDOW);
-        // The connection window starts at the default and can only grow.
-        let conn_window = settings
-            .initial_connection_window_size
-            .unwrap_or(0)
-            .max(frame::DEFAULT_WINDOW);
         Ok(H2Connection {
-            shared: Rc::new(RefCell::new(Conn::new(stream, stream_window, conn_window))),
+            shared: Rc::new(RefCell::new(Conn::new(stream, proto))),
             response_started: false,
         })
     }
 
     /// Exchanges completed on this connection (by any handle).
     pub fn exchanges(&self) -> u64 {
-        self.shared.borrow().exchanges
+        self.shared.borrow().proto.exchanges()
     }
 
     /// Identifies the connection behind this handle.
@@ -153,8 +142,8 @@ impl H2Connection {
         let shared_by_others = Rc::strong_count(&self.shared) > 1;
         let (started, mut defer) = {
             let mut conn = self.shared.borrow_mut();
-            let was_empty = conn.write_buf.is_empty();
-            let started = request::start_stream(&mut conn, request, keep_fields, keep_body)?;
+            let was_empty = conn.proto.output_is_empty();
+            let started = conn.proto.start_stream(request, keep_fields, keep_body)?;
             let defer = shared_by_others && was_empty && conn.flush_owner.is_none();
             if defer {
                 conn.flush_owner = Some(started.slot);
@@ -172,34 +161,26 @@ impl H2Connection {
         let phase = poll_fn(|cx| {
             let mut conn = self.shared.borrow_mut();
             let conn = &mut *conn;
-            let open = matches!(
-                conn.slots[started.slot].phase,
-                Phase::AwaitingHead | Phase::Body
-            );
+            let open = conn.proto.slot(started.slot).is_open();
             if open && sent < body.len() {
-                body_wire += send_body(conn, started.slot, started.id, body, &mut sent);
+                body_wire += conn.proto.send_body(started.slot, body, &mut sent);
                 if sent == body.len() {
                     written_at = Some(Instant::now());
                 }
             }
             if defer {
                 defer = false;
-                conn.slots[started.slot].waker = Some(cx.waker().clone());
+                conn.register(started.slot, cx);
                 cx.waker().wake_by_ref();
                 return Poll::Pending;
             }
-            if conn.slots[started.slot].phase == Phase::AwaitingHead
-                || conn.slots[started.slot].phase == Phase::Body
-            {
+            if conn.proto.slot(started.slot).is_open() {
                 conn.drive(cx, Some(started.slot));
             }
-            let slot = &mut conn.slots[started.slot];
-            match slot.phase {
-                Phase::Done | Phase::Failed(_) => Poll::Ready(slot.phase),
+            match conn.proto.slot(started.slot).phase {
+                phase @ (Phase::Done | Phase::Failed(_)) => Poll::Ready(phase),
                 Phase::AwaitingHead | Phase::Body => {
-                    if !slot.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                        slot.waker = Some(cx.waker().clone());
-                    }
+                    conn.register(started.slot, cx);
                     Poll::Pending
                 }
             }
@@ -208,19 +189,15 @@ impl H2Connection {
         // The guard (declared before) frees the slot after this borrow ends.
         let mut conn = self.shared.borrow_mut();
         let conn = &mut *conn;
-        let keep_alive = conn.failed.is_none() && conn.goaway.is_none();
-        let slot = &mut conn.slots[started.slot];
+        let keep_alive = conn.proto.failed().is_none() && conn.proto.goaway().is_none();
+        let slot = conn.proto.slot_mut(started.slot);
         self.response_started = slot.first_byte_at.is_some() && !slot.refused;
         if let Phase::Failed(kind) = phase {
             return Err(kind);
         }
         if let Some(capture) = capture {
-            let mut name_start = 0;
-            for &(name_end, value_end) in &slot.fields {
-                let name = &slot.field_bytes[name_start as usize..name_end as usize];
-                let value = &slot.field_bytes[name_end as usize..value_end as usize];
+            for (name, value) in slot.fields() {
                 capture.header(std::str::from_utf8(name).unwrap_or(""), value);
-                name_start = value_end;
             }
             // Swapped, not copied: both sinks keep their buffers for reuse.
             std::mem::swap(&mut capture.into.body, &mut slot.body);
@@ -238,32 +215,8 @@ impl H2Connection {
         };
         if sent < body.len() {
             // The response ended before the request body was sent: stop sending it.
-            frame::write_rst_stream(&mut conn.write_buf, started.id, 0);
+            conn.proto.stop_sending(started.id);
         }
         Ok(exchange)
     }
-}
-
-/// Queues as much of the request body as the flow-control windows allow; returns the wire
-/// size of the DATA frames queued.
-fn send_body(conn: &mut Conn, slot: usize, id: u32, body: &[u8], sent: &mut usize) -> u64 {
-    let mut wire = 0;
-    while *sent < body.len() {
-        let window = conn.send_window.min(conn.slots[slot].send_window);
-        let n = (body.len() - *sent)
-            .min(conn.peer_max_frame)
-            .min(window.max(0) as usize);
-        if n == 0 {
-            conn.slots[slot].sending = true;
-            return wire;
-        }
-        let end = *sent + n == body.len();
-        frame::write_data(&mut conn.write_buf, id, &body[*sent..*sent + n], end);
-        conn.send_window -= n as i64;
-        conn.slots[slot].send_window -= n as i64;
-        *sent += n;
-        wire += (frame::HEADER_LEN + n) as u64;
-    }
-    conn.slots[slot].sending = false;
-    wire
 }

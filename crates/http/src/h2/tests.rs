@@ -5,6 +5,7 @@
 use super::*;
 use crate::capture::Captured;
 use crate::request::RequestSpec;
+use barrage_h2proto::frame;
 use bytes::Bytes;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -224,7 +225,7 @@ async fn streams_of_many_handles_share_one_connection_within_the_servers_limit()
         .await;
     assert_eq!(connection.exchanges(), 12);
     assert_eq!(server.connections.load(Ordering::SeqCst), 1);
-    assert_eq!(connection.shared.borrow().active, 0);
+    assert_eq!(connection.shared.borrow().proto.active(), 0);
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -265,7 +266,7 @@ async fn a_dropped_exchange_cancels_its_stream_and_the_connection_goes_on() {
     )
     .await;
     assert!(timed_out.is_err());
-    assert_eq!(connection.shared.borrow().active, 0);
+    assert_eq!(connection.shared.borrow().proto.active(), 0);
     let exchange = connection
         .exchange(&request("GET", None), true, None)
         .await

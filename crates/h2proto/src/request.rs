@@ -2,9 +2,9 @@
 //! back (httparse), `Host` becomes `:authority`, headers HTTP/2 forbids are dropped, names are
 //! lower-cased, and the block is HPACK-encoded straight into the connection's write buffer.
 
-use super::connection::{Conn, KeepBody};
-use super::frame;
-use super::hpack::Indexing;
+use crate::frame;
+use crate::hpack::Indexing;
+use crate::state::{Connection, KeepBody};
 use barrage_metrics::ErrorKind;
 
 /// Headers of the request's head that HTTP/2 forbids (RFC 9113 §8.2.2) or carries
@@ -24,7 +24,8 @@ fn is_connection_specific(name: &[u8]) -> bool {
 }
 
 /// A new stream carrying `request`'s head.
-pub(super) struct Started {
+#[derive(Debug, Clone, Copy)]
+pub struct Started {
     pub slot: usize,
     pub id: u32,
     /// Where the body starts in the request bytes.
@@ -33,10 +34,22 @@ pub(super) struct Started {
     pub wire_bytes: u64,
 }
 
-/// Parses `request` (an encoded HTTP/1.1 request), opens a stream and queues its HEADERS
-/// (with END_STREAM when there is no body). A malformed request opens no stream.
-pub(super) fn start_stream(
-    conn: &mut Conn,
+impl Connection {
+    /// Parses `request` (an encoded HTTP/1.1 request), opens a stream and queues its
+    /// HEADERS (with END_STREAM when there is no body); the caller checked
+    /// [`Connection::can_open`]. A malformed request opens no stream.
+    pub fn start_stream(
+        &mut self,
+        request: &[u8],
+        keep_fields: bool,
+        keep_body: KeepBody,
+    ) -> Result<Started, ErrorKind> {
+        start_stream(self, request, keep_fields, keep_body)
+    }
+}
+
+fn start_stream(
+    conn: &mut Connection,
     request: &[u8],
     keep_fields: bool,
     keep_body: KeepBody,
@@ -59,7 +72,7 @@ pub(super) fn start_stream(
     let end_stream = head_len == request.len();
 
     let (slot, id) = conn.open_stream(keep_fields, keep_body);
-    let scheme: &[u8] = if conn.is_tls() { b"https" } else { b"http" };
+    let scheme: &[u8] = if conn.is_https() { b"https" } else { b"http" };
     let max_frame = conn.peer_max_frame;
     let mut name = std::mem::take(&mut conn.scratch);
     let (out, encoder) = (&mut conn.write_buf, &mut conn.encoder);

@@ -303,7 +303,7 @@ fn tree() -> &'static [[Child; 2]] {
 
 /// The string was not valid Huffman code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct HuffmanError;
+pub struct HuffmanError;
 
 /// One step of the decoder: from a tree node, four bits lead to another node, maybe emitting
 /// a symbol (codes are at least 5 bits long: at most one per nibble) or failing.
@@ -369,7 +369,7 @@ fn steps() -> &'static Steps {
 }
 
 /// Appends the decoding of `input` to `out`, four bits at a time.
-pub(super) fn decode(input: &[u8], out: &mut Vec<u8>) -> Result<(), HuffmanError> {
+pub fn decode(input: &[u8], out: &mut Vec<u8>) -> Result<(), HuffmanError> {
     let table = steps();
     let mut node = 0usize;
     for &byte in input {

@@ -3,13 +3,13 @@
 //! dynamic table size updates. Fields are handed out as borrowed slices; nothing is
 //! allocated per field except the entries the server asks us to index.
 
-use super::hpack::{DEFAULT_TABLE_SIZE, ENTRY_OVERHEAD, STATIC_TABLE};
-use super::huffman;
+use crate::hpack::{DEFAULT_TABLE_SIZE, ENTRY_OVERHEAD, STATIC_TABLE};
+use crate::huffman;
 use std::collections::VecDeque;
 
 /// A header block the decoder refused (a COMPRESSION_ERROR).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct DecodeError;
+pub struct DecodeError;
 
 /// One dynamic table entry, name and value in one allocation.
 struct Entry {
@@ -18,7 +18,7 @@ struct Entry {
 }
 
 /// The response decoder: the dynamic table the server's encoder mirrors, newest first.
-pub(super) struct Decoder {
+pub struct Decoder {
     table: VecDeque<Entry>,
     size: usize,
     max_size: usize,

@@ -2,44 +2,44 @@
 //! and flags the client meets, and writers that append the frames it sends to a buffer.
 
 /// The client connection preface (RFC 9113 §3.4).
-pub(super) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-pub(super) const HEADER_LEN: usize = 9;
+pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+pub const HEADER_LEN: usize = 9;
 /// The largest frame payload we accept: the protocol default, which we never raise.
-pub(super) const MAX_FRAME_SIZE: usize = 16_384;
+pub const MAX_FRAME_SIZE: usize = 16_384;
 /// The protocol's initial flow-control window (connection and streams).
-pub(super) const DEFAULT_WINDOW: u32 = 65_535;
-pub(super) const MAX_WINDOW: i64 = (1 << 31) - 1;
+pub const DEFAULT_WINDOW: u32 = 65_535;
+pub const MAX_WINDOW: i64 = (1 << 31) - 1;
 
-pub(super) const DATA: u8 = 0;
-pub(super) const HEADERS: u8 = 1;
-pub(super) const PRIORITY: u8 = 2;
-pub(super) const RST_STREAM: u8 = 3;
-pub(super) const SETTINGS: u8 = 4;
-pub(super) const PUSH_PROMISE: u8 = 5;
-pub(super) const PING: u8 = 6;
-pub(super) const GOAWAY: u8 = 7;
-pub(super) const WINDOW_UPDATE: u8 = 8;
-pub(super) const CONTINUATION: u8 = 9;
+pub const DATA: u8 = 0;
+pub const HEADERS: u8 = 1;
+pub const PRIORITY: u8 = 2;
+pub const RST_STREAM: u8 = 3;
+pub const SETTINGS: u8 = 4;
+pub const PUSH_PROMISE: u8 = 5;
+pub const PING: u8 = 6;
+pub const GOAWAY: u8 = 7;
+pub const WINDOW_UPDATE: u8 = 8;
+pub const CONTINUATION: u8 = 9;
 
-pub(super) const FLAG_END_STREAM: u8 = 0x1;
-pub(super) const FLAG_ACK: u8 = 0x1;
-pub(super) const FLAG_END_HEADERS: u8 = 0x4;
-pub(super) const FLAG_PADDED: u8 = 0x8;
-pub(super) const FLAG_PRIORITY: u8 = 0x20;
+pub const FLAG_END_STREAM: u8 = 0x1;
+pub const FLAG_ACK: u8 = 0x1;
+pub const FLAG_END_HEADERS: u8 = 0x4;
+pub const FLAG_PADDED: u8 = 0x8;
+pub const FLAG_PRIORITY: u8 = 0x20;
 
-pub(super) const SETTINGS_HEADER_TABLE_SIZE: u16 = 1;
-pub(super) const SETTINGS_ENABLE_PUSH: u16 = 2;
-pub(super) const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 3;
-pub(super) const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 4;
-pub(super) const SETTINGS_MAX_FRAME_SIZE: u16 = 5;
+pub const SETTINGS_HEADER_TABLE_SIZE: u16 = 1;
+pub const SETTINGS_ENABLE_PUSH: u16 = 2;
+pub const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 3;
+pub const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 4;
+pub const SETTINGS_MAX_FRAME_SIZE: u16 = 5;
 
-pub(super) const PROTOCOL_ERROR: u32 = 0x1;
-pub(super) const REFUSED_STREAM: u32 = 0x7;
-pub(super) const CANCEL: u32 = 0x8;
+pub const PROTOCOL_ERROR: u32 = 0x1;
+pub const REFUSED_STREAM: u32 = 0x7;
+pub const CANCEL: u32 = 0x8;
 
 /// A parsed frame header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct FrameHeader {
+pub struct FrameHeader {
     pub len: usize,
     pub kind: u8,
     pub flags: u8,
@@ -61,13 +61,13 @@ impl FrameHeader {
 
 /// A big-endian u32 from the first 4 bytes of `b` (callers check the length).
 #[inline]
-pub(super) fn read_u32(b: &[u8]) -> u32 {
+pub fn read_u32(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
 /// Appends a frame header.
 #[inline]
-pub(super) fn write_header(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u32) {
+pub fn write_header(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u32) {
     let len = len as u32;
     out.extend_from_slice(&[(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags]);
     out.extend_from_slice(&stream.to_be_bytes());
@@ -75,13 +75,13 @@ pub(super) fn write_header(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, s
 
 /// Rewrites the length of the frame header at `at` (written with a placeholder length).
 #[inline]
-pub(super) fn patch_len(out: &mut [u8], at: usize, len: usize) {
+pub fn patch_len(out: &mut [u8], at: usize, len: usize) {
     out[at] = (len >> 16) as u8;
     out[at + 1] = (len >> 8) as u8;
     out[at + 2] = len as u8;
 }
 
-pub(super) fn write_settings(out: &mut Vec<u8>, settings: &[(u16, u32)]) {
+pub fn write_settings(out: &mut Vec<u8>, settings: &[(u16, u32)]) {
     write_header(out, settings.len() * 6, SETTINGS, 0, 0);
     for (id, value) in settings {
         out.extend_from_slice(&id.to_be_bytes());
@@ -89,26 +89,26 @@ pub(super) fn write_settings(out: &mut Vec<u8>, settings: &[(u16, u32)]) {
     }
 }
 
-pub(super) fn write_settings_ack(out: &mut Vec<u8>) {
+pub fn write_settings_ack(out: &mut Vec<u8>) {
     write_header(out, 0, SETTINGS, FLAG_ACK, 0);
 }
 
-pub(super) fn write_ping_ack(out: &mut Vec<u8>, payload: &[u8]) {
+pub fn write_ping_ack(out: &mut Vec<u8>, payload: &[u8]) {
     write_header(out, 8, PING, FLAG_ACK, 0);
     out.extend_from_slice(payload);
 }
 
-pub(super) fn write_window_update(out: &mut Vec<u8>, stream: u32, increment: u32) {
+pub fn write_window_update(out: &mut Vec<u8>, stream: u32, increment: u32) {
     write_header(out, 4, WINDOW_UPDATE, 0, stream);
     out.extend_from_slice(&(increment & 0x7fff_ffff).to_be_bytes());
 }
 
-pub(super) fn write_rst_stream(out: &mut Vec<u8>, stream: u32, code: u32) {
+pub fn write_rst_stream(out: &mut Vec<u8>, stream: u32, code: u32) {
     write_header(out, 4, RST_STREAM, 0, stream);
     out.extend_from_slice(&code.to_be_bytes());
 }
 
-pub(super) fn write_data(out: &mut Vec<u8>, stream: u32, data: &[u8], end_stream: bool) {
+pub fn write_data(out: &mut Vec<u8>, stream: u32, data: &[u8], end_stream: bool) {
     let flags = if end_stream { FLAG_END_STREAM } else { 0 };
     write_header(out, data.len(), DATA, flags, stream);
     out.extend_from_slice(data);
@@ -116,7 +116,7 @@ pub(super) fn write_data(out: &mut Vec<u8>, stream: u32, data: &[u8], end_stream
 
 /// The payload of a DATA or HEADERS frame without its padding (and, for HEADERS, without the
 /// priority fields); `None` when the padding is longer than the frame (a protocol error).
-pub(super) fn unpad<'a>(header: &FrameHeader, payload: &'a [u8]) -> Option<&'a [u8]> {
+pub fn unpad<'a>(header: &FrameHeader, payload: &'a [u8]) -> Option<&'a [u8]> {
     let mut payload = payload;
     let mut pad = 0;
     if header.flags & FLAG_PADDED != 0 {

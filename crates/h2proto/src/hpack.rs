@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 
 /// The static table (RFC 7541 Appendix A); index = position + 1.
-pub(super) const STATIC_TABLE: [(&str, &str); 61] = [
+pub const STATIC_TABLE: [(&str, &str); 61] = [
     (":authority", ""),
     (":method", "GET"),
     (":method", "POST"),
@@ -71,13 +71,13 @@ pub(super) const STATIC_TABLE: [(&str, &str); 61] = [
 ];
 const DYNAMIC_BASE: usize = STATIC_TABLE.len() + 1;
 /// The table size both sides start with (SETTINGS_HEADER_TABLE_SIZE default).
-pub(super) const DEFAULT_TABLE_SIZE: usize = 4096;
+pub const DEFAULT_TABLE_SIZE: usize = 4096;
 /// Per-entry overhead in the table size (RFC 7541 §4.1).
-pub(super) const ENTRY_OVERHEAD: usize = 32;
+pub const ENTRY_OVERHEAD: usize = 32;
 
 /// How a field may be stored by the peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Indexing {
+pub enum Indexing {
     /// Worth a table entry: it will repeat.
     Index,
     /// Unique or sensitive: never indexed, here or by intermediaries.
@@ -103,7 +103,7 @@ impl Entry {
 }
 
 /// The request encoder: a mirror of the peer decoder's dynamic table, newest entry first.
-pub(super) struct Encoder {
+pub struct Encoder {
     table: VecDeque<Entry>,
     size: usize,
     max_size: usize,
@@ -241,7 +241,7 @@ fn static_exact_index(name: &[u8], value: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::h2::hpack_decoder::Decoder;
+    use crate::hpack_decoder::Decoder;
 
     fn decode_all(decoder: &mut Decoder, block: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut fields = Vec::new();

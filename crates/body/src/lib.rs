@@ -30,7 +30,7 @@ pub enum ContentCoding {
 }
 
 impl ContentCoding {
-    pub(crate) fn parse(value: &[u8]) -> ContentCoding {
+    pub fn parse(value: &[u8]) -> ContentCoding {
         let value = value.trim_ascii();
         if value.is_empty() || value.eq_ignore_ascii_case(b"identity") {
             ContentCoding::Identity
@@ -127,7 +127,7 @@ fn has_zlib_header(cmf: u8, flg: u8) -> bool {
 
 impl BodySink {
     /// Readies the sink for a new body: `keep` keeps it (decoded), at most `limit` bytes.
-    pub(crate) fn start(&mut self, keep: bool, limit: usize) {
+    pub fn start(&mut self, keep: bool, limit: usize) {
         self.keep = keep;
         self.limit = limit;
         self.coding = ContentCoding::Identity;
@@ -138,7 +138,7 @@ impl BodySink {
         self.brotli = None;
     }
 
-    pub(crate) fn set_coding(&mut self, coding: ContentCoding) {
+    pub fn set_coding(&mut self, coding: ContentCoding) {
         self.coding = coding;
     }
 
@@ -167,7 +167,7 @@ impl BodySink {
 
     /// Takes the next piece of the body as framed on the wire. Past the limit of a kept body
     /// it fails with [`ErrorKind::BodyTooLarge`].
-    pub(crate) fn push(&mut self, data: &[u8]) -> Result<(), ErrorKind> {
+    pub fn push(&mut self, data: &[u8]) -> Result<(), ErrorKind> {
         if !self.coding.decodes() {
             self.decoded += data.len() as u64;
             if self.keep {

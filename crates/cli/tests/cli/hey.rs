@@ -1,0 +1,465 @@
+//! hey's command lines: every flag in one-dash and two-dash spelling with a bad value each,
+//! redirects and URL credentials against the bundled target, and a parity test that gives the
+//! same command line to hey (when installed) and to `barrage quick` and compares what a
+//! recording server received.
+
+use super::{print_plan, LIMIT};
+use crate::support::*;
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::{Arc, Mutex};
+
+/// One hey flag: its name, a good value (none for a bool), what the plan must show, and a
+/// bad value with what its error line mentions.
+struct FlagCase {
+    name: &'static str,
+    value: Option<&'static str>,
+    check: fn(&Value),
+    bad: Option<&'static str>,
+}
+
+fn request_of(plan: &Value) -> &Value {
+    &plan["sessions"][0]["steps"][0]
+}
+
+fn header_of(plan: &Value, name: &str) -> Option<String> {
+    request_of(plan)["headers"]
+        .as_array()?
+        .iter()
+        .find(|h| {
+            h["name"]
+                .as_str()
+                .is_some_and(|n| n.eq_ignore_ascii_case(name))
+        })
+        .and_then(|h| h["value"]["value"].as_str().map(str::to_owned))
+}
+
+fn flag_cases() -> Vec<FlagCase> {
+    let body_file = scratch_file("hey-flag-body.txt", b"from a file");
+    let body_file: &'static str = Box::leak(body_file.to_string_lossy().into_owned().into());
+    vec![
+        FlagCase {
+            name: "n",
+            value: Some("120"),
+            check: |p| assert_eq!(p["workload"]["iterations"], 120, "{p}"),
+            bad: Some("many"),
+        },
+        FlagCase {
+            name: "c",
+            value: Some("3"),
+            check: |p| assert_eq!(p["workload"]["vus"], 3),
+            bad: Some("0"),
+        },
+        FlagCase {
+            name: "q",
+            value: Some("5"),
+            check: |p| assert_eq!(p["workload"]["rate_per_second"], 250.0, "{p}"),
+            bad: Some("-1"),
+        },
+        FlagCase {
+            name: "z",
+            value: Some("2s"),
+            check: |p| assert_eq!(p["workload"]["duration"], 2000, "{p}"),
+            bad: Some("2parsecs"),
+        },
+        FlagCase {
+            name: "o",
+            value: Some("json"),
+            check: |_| {},
+            bad: Some("xml"),
+        },
+        FlagCase {
+            name: "m",
+            value: Some("PUT"),
+            check: |p| assert_eq!(request_of(p)["method"], "PUT"),
+            bad: Some("BREW"),
+        },
+        FlagCase {
+            name: "H",
+            value: Some("X-A: 1"),
+            check: |p| assert_eq!(header_of(p, "X-A").as_deref(), Some("1")),
+            bad: Some("novalue"),
+        },
+        FlagCase {
+            name: "t",
+            value: Some("3"),
+            check: |p| assert_eq!(p["options"]["request_timeout"], 3000),
+            bad: Some("-1"),
+        },
+        FlagCase {
+            name: "A",
+            value: Some("text/plain"),
+            check: |p| assert_eq!(header_of(p, "Accept").as_deref(), Some("text/plain")),
+            bad: Some("a\u{1}b"),
+        },
+        FlagCase {
+            name: "d",
+            value: Some("-body"),
+            check: |p| assert!(request_of(p)["body"].is_object(), "{p}"),
+            bad: None,
+        },
+        FlagCase {
+            name: "D",
+            value: Some(body_file),
+            check: |p| assert!(request_of(p)["body"].is_object()),
+            bad: Some("/no/such/file"),
+        },
+        FlagCase {
+            name: "T",
+            value: Some("application/json"),
+            check: |p| {
+                assert_eq!(
+                    header_of(p, "Content-Type").as_deref(),
+                    Some("application/json")
+                )
+            },
+            bad: Some("a\u{1}b"),
+        },
+        FlagCase {
+            name: "U",
+            value: Some("ua/1"),
+            check: |p| assert_eq!(header_of(p, "User-Agent").as_deref(), Some("ua/1")),
+            bad: Some("a\u{1}b"),
+        },
+        FlagCase {
+            name: "a",
+            value: Some("u:pw"),
+            check: |p| assert_eq!(p["options"]["basic_auth"]["password"], "pw"),
+            bad: Some("nocolon"),
+        },
+        FlagCase {
+            name: "h2",
+            value: None,
+            check: |p| assert_eq!(p["options"]["http"], "2"),
+            bad: Some("maybe"),
+        },
+        FlagCase {
+            name: "host",
+            value: Some("example.test"),
+            check: |p| assert_eq!(header_of(p, "Host").as_deref(), Some("example.test")),
+            bad: Some("a\u{1}b"),
+        },
+        FlagCase {
+            name: "cpus",
+            value: Some("2"),
+            check: |p| assert_eq!(p["options"]["threads"], 2),
+            bad: Some("0"),
+        },
+        FlagCase {
+            name: "disable-compression",
+            value: None,
+            check: |p| assert_eq!(p["options"]["compression"], false),
+            bad: Some("maybe"),
+        },
+        FlagCase {
+            name: "disable-keepalive",
+            value: None,
+            check: |p| assert_eq!(p["options"]["keep_alive"], false),
+            bad: Some("maybe"),
+        },
+        FlagCase {
+            name: "disable-redirects",
+            value: None,
+            check: |p| assert!(p["options"].get("max_redirects").is_none(), "{p}"),
+            bad: Some("maybe"),
+        },
+    ]
+}
+
+/// The exit code and stderr of `barrage quick ARGS`, expecting exactly one stderr line.
+fn one_line_error(args: &[String]) -> String {
+    let mut argv = vec!["quick"];
+    argv.extend(args.iter().map(String::as_str));
+    let out = barrage(&argv, LIMIT);
+    assert_eq!(
+        out.code(),
+        Some(2),
+        "{args:?}\nstdout:\n{}\nstderr:\n{}",
+        out.stdout,
+        out.stderr
+    );
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{args:?}: one line, got {:?}", out.stderr);
+    lines[0].to_string()
+}
+
+#[test]
+fn every_hey_flag_means_the_same_with_one_or_two_dashes_and_a_bad_value_names_it() {
+    let url = "http://127.0.0.1:9/p".to_string();
+    for case in flag_cases() {
+        for dashes in ["-", "--"] {
+            let flag = format!("{dashes}{}", case.name);
+            let spellings: Vec<Vec<String>> = match case.value {
+                Some(value) => vec![
+                    vec![flag.clone(), value.to_string()],
+                    vec![format!("{flag}={value}")],
+                ],
+                None => vec![vec![flag.clone()], vec![format!("{flag}=true")]],
+            };
+            for spelling in spellings {
+                let mut args: Vec<&str> = spelling.iter().map(String::as_str).collect();
+                args.push(&url);
+                let plan = print_plan(&args);
+                (case.check)(&plan);
+            }
+            if let Some(bad) = case.bad {
+                let args = match case.value {
+                    Some(_) => vec![flag.clone(), bad.to_string(), url.clone()],
+                    None => vec![format!("{flag}={bad}"), url.clone()],
+                };
+                let line = one_line_error(&args);
+                let named = format!("-{}", case.name);
+                assert!(
+                    line.contains(&named),
+                    "{args:?}: {line:?} does not name {named}"
+                );
+            }
+        }
+    }
+    // A misspelt flag is named, not read as a short flag with the rest as its value.
+    let line = one_line_error(&["-disable-keepalives".into(), url.clone()]);
+    assert!(line.contains("-disable-keepalives: unknown flag"), "{line}");
+    // A bool set false is off.
+    let plan = print_plan(&["-disable-keepalive=false", &url]);
+    assert_eq!(plan["options"]["keep_alive"], true);
+}
+
+#[test]
+fn quick_follows_redirects_like_hey_unless_disabled() {
+    let target = Target::start();
+    let url = target.url("/redirect/2");
+    let s = quick_json(&["-n", "4", "-c", "1", &url], LIMIT);
+    // Each hop is a request of its own: two 302s and the final 200 per request.
+    assert_eq!(
+        s["status_codes"],
+        serde_json::json!({"200": 4, "302": 8}),
+        "{s:#}"
+    );
+    let s = quick_json(&["-n", "4", "-c", "1", "-disable-redirects", &url], LIMIT);
+    assert_eq!(s["status_codes"], serde_json::json!({"302": 4}), "{s:#}");
+}
+
+#[test]
+fn credentials_in_the_url_authenticate() {
+    let target = Target::start();
+    let url = format!("http://u%40x:p%3Aw@{}/basic-auth/u@x/p:w", target.addr);
+    let s = quick_json(&["-n", "2", "-c", "1", &url], LIMIT);
+    assert_eq!(s["status_codes"], serde_json::json!({"200": 2}), "{s:#}");
+    let plain = target.url("/basic-auth/u@x/p:w");
+    let s = quick_json(&["-n", "2", "-c", "1", &plain], LIMIT);
+    assert_eq!(s["status_codes"], serde_json::json!({"401": 2}), "{s:#}");
+}
+
+#[test]
+fn text_summary_has_hey_details() {
+    let target = Target::start();
+    let out = barrage(&["quick", "-n", "20", "-c", "2", &target.url("/")], LIMIT);
+    out.expect_success();
+    let text = &out.stdout;
+    assert!(text.contains("\n  DNS-lookup:\t"), "{text}");
+    let histogram = text
+        .split("Response time histogram:\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap_or_else(|| panic!("no histogram in {text}"));
+    assert_eq!(histogram.lines().count(), 11, "hey's 11 rows:\n{histogram}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Parity with hey
+// ---------------------------------------------------------------------------------------
+
+/// One request as a recording server saw it.
+#[derive(Debug, Clone, PartialEq)]
+struct Seen {
+    connection: usize,
+    method: String,
+    path: String,
+    /// Header lines compared between the tools (lower-case names, in a stable order).
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+/// Headers either tool sends of its own: its name, compression offer, request ids, and
+/// barrage's default `Accept: */*` (hey sends none). Everything else must match.
+fn compared(name: &str, value: &str) -> bool {
+    let own = matches!(
+        name,
+        "user-agent" | "accept-encoding" | "x-request-id" | "content-length"
+    );
+    let default_accept = name == "accept" && value == "*/*";
+    !(own || default_accept)
+}
+
+/// An HTTP/1.1 server on a free loopback port recording every request; `/r` redirects to
+/// `/final` with 302, everything else answers 200 `ok`.
+fn recording_server() -> (SocketAddr, Arc<Mutex<Vec<Seen>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for (connection, stream) in listener.incoming().enumerate() {
+            let Ok(stream) = stream else { return };
+            let log = log.clone();
+            std::thread::spawn(move || serve_recording(connection, stream, &log));
+        }
+    });
+    (addr, seen)
+}
+
+fn serve_recording(connection: usize, stream: std::net::TcpStream, log: &Mutex<Vec<Seen>>) {
+    let mut writer = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let (method, path) = (
+            parts.next().unwrap_or("").to_string(),
+            parts.next().unwrap_or("").to_string(),
+        );
+        let mut headers = Vec::new();
+        let mut length = 0usize;
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
+                break;
+            }
+            let (name, value) = header.split_once(':').unwrap_or((&header, ""));
+            let (name, value) = (name.trim().to_ascii_lowercase(), value.trim().to_string());
+            if name == "content-length" {
+                length = value.parse().unwrap_or(0);
+            }
+            headers.push((name, value));
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        headers.retain(|(n, v)| compared(n, v));
+        headers.sort();
+        let response: &[u8] = if path == "/r" {
+            b"HTTP/1.1 302 Found\r\nLocation: /final\r\nContent-Length: 0\r\n\r\n"
+        } else {
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        };
+        log.lock().unwrap().push(Seen {
+            connection,
+            method,
+            path,
+            headers,
+            body,
+        });
+        if writer.write_all(response).is_err() {
+            return;
+        }
+    }
+}
+
+/// What the server at `addr` saw from `program ARGS URL`, connections numbered from 0 in the
+/// order they first sent a request.
+fn requests_of(program: &str, args: &[&str], url: &str, seen: &Mutex<Vec<Seen>>) -> Vec<Seen> {
+    seen.lock().unwrap().clear();
+    let mut argv: Vec<&str> = args.to_vec();
+    argv.push(url);
+    let status = if program == "hey" {
+        let out = std::process::Command::new("hey")
+            .args(&argv)
+            .output()
+            .expect("run hey");
+        out.status
+    } else {
+        let mut full = vec!["quick"];
+        full.extend_from_slice(&argv);
+        barrage(&full, LIMIT).status
+    };
+    assert!(status.success(), "{program} {argv:?}: {status:?}");
+    let mut seen = std::mem::take(&mut *seen.lock().unwrap());
+    let mut order: Vec<usize> = Vec::new();
+    for s in &mut seen {
+        let index = match order.iter().position(|&c| c == s.connection) {
+            Some(index) => index,
+            None => {
+                order.push(s.connection);
+                order.len() - 1
+            }
+        };
+        s.connection = index;
+    }
+    seen
+}
+
+fn hey_installed() -> bool {
+    std::process::Command::new("hey")
+        .arg("-h")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stderr).contains("Usage: hey"))
+}
+
+#[test]
+fn the_same_command_line_sends_what_hey_sends() {
+    if !hey_installed() {
+        assert!(
+            std::env::var_os("BARRAGE_CI").is_none(),
+            "CI installs hey (.ci/run); it must be here"
+        );
+        eprintln!(
+            "NOTICE: hey is not installed; the hey parity test is skipped (apt-get install hey)"
+        );
+        return;
+    }
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "-n",
+                "3",
+                "-c",
+                "1",
+                "-m",
+                "POST",
+                "-d",
+                "hello",
+                "-T",
+                "application/json",
+                "-H",
+                "X-A: 1",
+            ],
+            "/p",
+        ),
+        (
+            &[
+                "-n",
+                "3",
+                "-c",
+                "1",
+                "-disable-keepalive",
+                "-A",
+                "text/plain",
+                "-host",
+                "example.test",
+            ],
+            "/p",
+        ),
+        (
+            &["-n", "2", "-c", "1", "-m", "PUT", "--disable-compression"],
+            "/p",
+        ),
+        (&["-n", "2", "-c", "1", "-m", "POST", "-d", "x=1"], "/r"),
+        (&["-n", "2", "-c", "1", "-disable-redirects"], "/r"),
+    ];
+    let (addr, seen) = recording_server();
+    for (args, path) in cases {
+        let url = format!("http://{addr}{path}");
+        let hey = requests_of("hey", args, &url, &seen);
+        let ours = requests_of("barrage", args, &url, &seen);
+        assert!(!hey.is_empty(), "{args:?}: hey sent nothing");
+        assert_eq!(
+            ours, hey,
+            "{args:?} {path}: barrage (left) and hey (right) differ"
+        );
+    }
+}

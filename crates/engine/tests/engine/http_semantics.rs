@@ -1,0 +1,102 @@
+//! Redirects (each hop its own request), basic authentication from the plan's credentials,
+//! against the bundled target's httpbin-style endpoints.
+
+use super::{run_plan, target};
+use crate::support::*;
+use barrage_plan::*;
+
+fn plan_of(addr: std::net::SocketAddr, steps: Vec<Step>, options: TestOptions) -> Plan {
+    let tags: Vec<String> = (0..steps.len()).map(|i| format!("r{i}")).collect();
+    let tags: Vec<&str> = tags.iter().map(String::as_str).collect();
+    let mut plan = scenario_plan(addr, &tags, steps, closed(1, 2));
+    plan.options = TestOptions {
+        threads: Some(1),
+        ..options
+    };
+    plan
+}
+
+#[test]
+fn redirects_are_followed_hop_by_hop_up_to_the_limit() {
+    let target = target();
+    let mut chain = get("/redirect/3", 0);
+    chain.extraction.push(jsonpath("url", "$.url"));
+    let mut limited = get("/redirect/3", 1);
+    limited.max_redirects = Some(1);
+    let steps = vec![
+        Step::Request(chain),
+        check(
+            "ended on /get",
+            var("url"),
+            "contains",
+            Value::text("/get"),
+            false,
+        ),
+        Step::Request(limited),
+    ];
+    let options = TestOptions {
+        max_redirects: 10,
+        ..TestOptions::default()
+    };
+    let metrics = run_plan(&plan_of(target.addr(), steps, options));
+    // Tag 0: three 302 hops and the final 200 per iteration; tag 1: stops after one hop.
+    assert_eq!(metrics.tags[0].status.get(302), 6);
+    assert_eq!(metrics.tags[0].status.get(200), 2);
+    assert_eq!(metrics.tags[1].status.get(302), 4);
+    assert_eq!(metrics.tags[1].status.get(200), 0);
+    assert_eq!(check_counts(&metrics, "ended on /get"), (2, 0));
+    // Without a limit the 3xx is the response.
+    let steps = vec![Step::Request(get("/redirect/3", 0))];
+    let metrics = run_plan(&plan_of(target.addr(), steps, TestOptions::default()));
+    assert_eq!(metrics.tags[0].status.get(302), 2);
+    target.shutdown();
+}
+
+#[test]
+fn redirected_posts_become_gets_except_after_307() {
+    let target = target();
+    let post = |path: &str, tag| RequestStep {
+        body: Some(Body::Raw {
+            bytes: b"x=1".to_vec(),
+        }),
+        ..RequestStep::simple(Method::Post, path, tag)
+    };
+    let steps = vec![
+        // 302 → GET /redirect/1 → GET /get: a POST would be refused there with 405.
+        Step::Request(post("/status/302", 0)),
+        // 307 keeps the method and body: /post answers only a POST.
+        Step::Request(post("/redirect-to?url=/post&status_code=307", 1)),
+    ];
+    let options = TestOptions {
+        max_redirects: 5,
+        ..TestOptions::default()
+    };
+    let metrics = run_plan(&plan_of(target.addr(), steps, options));
+    assert_eq!(
+        metrics.tags[0].status.get(200),
+        2,
+        "{:?}",
+        metrics.tags[0].status
+    );
+    assert_eq!(
+        metrics.tags[1].status.get(200),
+        2,
+        "{:?}",
+        metrics.tags[1].status
+    );
+    assert_eq!(metrics.tags[1].status.get(405), 0);
+    target.shutdown();
+}
+
+#[test]
+fn plan_credentials_authenticate_every_request() {
+    let target = target();
+    let steps = vec![Step::Request(get("/basic-auth/u-1/p:w", 0))];
+    let mut options = TestOptions::default();
+    let metrics = run_plan(&plan_of(target.addr(), steps.clone(), options.clone()));
+    assert_eq!(metrics.tags[0].status.get(401), 2);
+    options.basic_auth = Credentials::from_url("http://u-1:p%3Aw@127.0.0.1/");
+    let metrics = run_plan(&plan_of(target.addr(), steps, options));
+    assert_eq!(metrics.tags[0].status.get(200), 2);
+    target.shutdown();
+}
