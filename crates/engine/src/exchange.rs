@@ -216,15 +216,23 @@ impl Client {
             // A connect that fails at once would otherwise be retried in a tight loop
             // (hundreds of thousands a second, starving the event loop): back off.
             self.connect_failures = self.connect_failures.saturating_add(1);
-            tokio::time::sleep(connect_backoff(self.connect_failures)).await;
+            let wait = connect_backoff(self.connect_failures);
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
         }
         Hop::Done(false)
     }
 }
 
-/// The wait after `failures` failed connects in a row: 1 ms, doubling, at most 250 ms.
+/// The wait after `failures` failed connects in a row: none after the first (a client that
+/// fails once, as an open-model arrival does, goes on at once), then 1 ms, doubling, at most
+/// 250 ms.
 fn connect_backoff(failures: u32) -> Duration {
-    Duration::from_millis(1u64 << failures.saturating_sub(1).min(8)).min(Duration::from_millis(250))
+    if failures < 2 {
+        return Duration::ZERO;
+    }
+    Duration::from_millis(1u64 << (failures - 2).min(8)).min(Duration::from_millis(250))
 }
 
 async fn attempt(
@@ -316,6 +324,6 @@ mod backoff_tests {
     #[test]
     fn connect_backoff_doubles_up_to_a_cap() {
         let waits: Vec<u128> = (1..=12).map(|n| connect_backoff(n).as_millis()).collect();
-        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 250, 250, 250, 250]);
+        assert_eq!(waits, [0, 1, 2, 4, 8, 16, 32, 64, 128, 250, 250, 250]);
     }
 }
