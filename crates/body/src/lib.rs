@@ -81,6 +81,8 @@ pub struct BodySink {
     inflate: Option<Box<Decompress>>,
     /// Made per brotli body (its window is sized by the stream), dropped after it.
     brotli: Option<Box<Brotli>>,
+    /// Decoded bytes since the caller last gave other tasks a turn.
+    unyielded: u64,
 }
 
 impl std::fmt::Debug for BodySink {
@@ -155,6 +157,18 @@ impl BodySink {
     /// The decoded size of a content-encoded body that decoded completely.
     pub fn decoded_len(&self) -> Option<u64> {
         (self.coding.decodes() && self.decoding == Decoding::Done).then_some(self.decoded)
+    }
+
+    /// Whether decoding has done enough work (1 MiB of output) since the last `true` that the
+    /// caller should yield: a body that compresses 1000:1 arrives faster than it decodes, and
+    /// the task reading it must still let its timeout fire.
+    pub fn should_yield(&mut self) -> bool {
+        const WORK: u64 = 1 << 20;
+        let due = self.unyielded >= WORK;
+        if due {
+            self.unyielded = 0;
+        }
+        due
     }
 
     /// Bytes of buffer this holds on to between bodies.
@@ -247,6 +261,7 @@ impl BodySink {
             };
             input = &input[consumed..];
             self.decoded += produced as u64;
+            self.unyielded += produced as u64;
             if self.keep {
                 if self.body.len() + produced > self.limit {
                     return Err(ErrorKind::BodyTooLarge);
@@ -371,6 +386,10 @@ mod tests {
         sink.start(false, 1024);
         feed(&mut sink, ContentCoding::Gzip, &bomb, 16 * 1024).unwrap();
         assert_eq!(sink.decoded_len(), Some(64 << 20), "counted as decoded");
+        assert!(
+            sink.should_yield() && !sink.should_yield(),
+            "work is reported once"
+        );
         assert_eq!(sink.body(), None);
         assert!(
             sink.retained_bytes() < 128 * 1024,

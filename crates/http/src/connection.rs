@@ -48,6 +48,17 @@ pub struct Connection {
     max_headers: usize,
 }
 
+/// Gives other tasks (and the request's timeout) a turn when decoding has done a lot of work
+/// in this poll: a highly compressed body can arrive faster than it decodes.
+async fn yield_if_busy(capture: &mut Option<&mut Capture<'_>>) {
+    if capture
+        .as_deref_mut()
+        .is_some_and(|c| c.into.body.should_yield())
+    {
+        tokio::task::yield_now().await;
+    }
+}
+
 /// Hands `data` to the capture's body sink, if it decodes or keeps the body; fails when a
 /// kept body passes its limit.
 #[inline]
@@ -172,6 +183,7 @@ impl Connection {
                     received += n as u64;
                     let take = (n as u64).min(remaining) as usize;
                     sink(&mut capture, &buf[..take])?;
+                    yield_if_busy(&mut capture).await;
                     remaining -= take as u64;
                     body_bytes += take as u64;
                     keep_alive &= n == take;
@@ -191,6 +203,7 @@ impl Connection {
                         })
                         .map_err(|_| ErrorKind::Malformed)?;
                     sunk?;
+                    yield_if_busy(&mut capture).await;
                     pending_from += used;
                     if decoder.is_done() {
                         keep_alive &= pending_from == filled;
@@ -220,6 +233,7 @@ impl Connection {
                     received += n as u64;
                     body_bytes += n as u64;
                     sink(&mut capture, &buf[..n])?;
+                    yield_if_busy(&mut capture).await;
                 }
             }
         }
