@@ -44,6 +44,12 @@ pub enum ErrorKind {
     Malformed,
     /// Any other I/O failure.
     Io,
+    /// Still open when the run ended (its end, a second stop signal, or a grace period that
+    /// ran out): sent, never answered. Kept with the error counts (one storage, one encoding)
+    /// but not an error: `TagMetrics::error_count` and `errors_by_kind` leave it out, as hey
+    /// and k6 count no error for a request the run's end cut off; `TagMetrics::interrupted`
+    /// reads it.
+    Interrupted,
     /// A body kept for an extraction or check grew past its limit (`--max-body`).
     BodyTooLarge,
     /// The generator ran out of file descriptors (EMFILE/ENFILE) opening a connection: a
@@ -52,7 +58,7 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 20] = [
+    pub const ALL: [ErrorKind; 21] = [
         ErrorKind::Dns,
         ErrorKind::Refused,
         ErrorKind::Connect,
@@ -71,6 +77,7 @@ impl ErrorKind {
         ErrorKind::Closed,
         ErrorKind::Malformed,
         ErrorKind::Io,
+        ErrorKind::Interrupted,
         ErrorKind::BodyTooLarge,
         ErrorKind::LocalFdLimit,
     ];
@@ -100,6 +107,7 @@ impl ErrorKind {
             ErrorKind::Closed => "closed",
             ErrorKind::Malformed => "malformed",
             ErrorKind::Io => "io",
+            ErrorKind::Interrupted => "interrupted",
             ErrorKind::BodyTooLarge => "body_too_large",
             ErrorKind::LocalFdLimit => "local_fd_limit",
         }
@@ -130,6 +138,7 @@ impl ErrorKind {
             ErrorKind::Closed => "connection closed before a complete response",
             ErrorKind::Malformed => "malformed HTTP response",
             ErrorKind::Io => "I/O error",
+            ErrorKind::Interrupted => "still open when the run ended (interrupted)",
             ErrorKind::BodyTooLarge => "response body larger than --max-body (kept for an extraction)",
             ErrorKind::LocalFdLimit => {
                 "generator out of file descriptors (raise `ulimit -n`, or use fewer clients)"
