@@ -1,6 +1,7 @@
 //! The `barrage` binary: parses the command line and wires script/plan, engine, and reports.
 
 mod compare_cmd;
+mod fd_limit;
 mod hey_flags;
 mod history;
 mod k8s;
@@ -257,6 +258,8 @@ struct DemoArgs {
 }
 
 fn main() {
+    // Before anything opens a socket: a load generator needs many descriptors.
+    fd_limit::raise();
     use clap::CommandFactory;
     let args = match hey_flags::normalize(std::env::args_os().collect(), &Cli::command()) {
         Ok(args) => args,

@@ -5,7 +5,8 @@
 use crate::usage::usage;
 use crate::values;
 use barrage_plan::{
-    parse_addr_range, ConnectionModel, HttpDebug, HttpVersion, TestOptions, TlsVersion,
+    parse_addr_range, ConnectionModel, HttpDebug, HttpVersion, ResponseLimits, TestOptions,
+    TlsVersion,
 };
 use clap::Args;
 use std::path::PathBuf;
@@ -73,6 +74,13 @@ pub struct ProtocolArgs {
         default_missing_value = "headers"
     )]
     pub http_debug: Option<String>,
+    /// Most of a response body kept for an extraction, e.g. 16MiB (default 4MiB); a longer
+    /// one fails as body_too_large. Bodies nothing reads are never kept.
+    #[arg(long, value_name = "SIZE")]
+    pub max_body: Option<String>,
+    /// Most header fields a response may carry (default 256)
+    #[arg(long, value_name = "N")]
+    pub max_headers: Option<u32>,
 }
 
 fn tls_version(flag: &str, value: &str) -> anyhow::Result<TlsVersion> {
@@ -161,6 +169,18 @@ impl ProtocolArgs {
         if let Some(bytes) = self.h2_connection_window {
             options.http2.initial_connection_window_size = Some(bytes);
         }
+        if let Some(size) = &self.max_body {
+            options.limits.max_body = ResponseLimits::parse_max_body(size)
+                .map_err(|e| usage(format!("--max-body: {e}")))?;
+        }
+        if let Some(n) = self.max_headers {
+            if !ResponseLimits::MAX_HEADERS_RANGE.contains(&n) {
+                return Err(usage(format!(
+                    "--max-headers: {n} is out of range (1 to 65536)"
+                )));
+            }
+            options.limits.max_headers = n;
+        }
         Ok(())
     }
 }
@@ -199,6 +219,20 @@ mod tests {
                     ..Default::default()
                 },
                 "--connection-model",
+            ),
+            (
+                ProtocolArgs {
+                    max_body: Some("0".into()),
+                    ..Default::default()
+                },
+                "--max-body",
+            ),
+            (
+                ProtocolArgs {
+                    max_headers: Some(0),
+                    ..Default::default()
+                },
+                "--max-headers",
             ),
             (
                 ProtocolArgs {

@@ -9,6 +9,7 @@ use crate::record::RecordArgs;
 use crate::usage::{exit, usage};
 use anyhow::Context;
 use barrage_engine::{LiveSnapshot, RunControl};
+use barrage_metrics::ErrorKind;
 use barrage_plan::{redact_url, Aggregation, Plan, Redaction};
 use barrage_report::{Summary, DEFAULT_TREND_STATS};
 use barrage_results::{unix_ns, Machine, PlannedArrivalsBits, ResultsFile, RunMeta};
@@ -61,8 +62,17 @@ impl Finished {
             if s.interrupted_requests > 0 {
                 ends.push(format!("still open at the end: {}", s.interrupted_requests));
             }
+            // Out of descriptors: the generator's limit, not the target's silence.
+            let cause = if s
+                .errors_by_kind
+                .contains_key(ErrorKind::LocalFdLimit.name())
+            {
+                "barrage ran out of file descriptors (raise `ulimit -n` or use fewer clients); "
+            } else {
+                ""
+            };
             eprintln!(
-                "error: no request got a response: {} sent ({})",
+                "error: {cause}no request got a response: {} sent ({})",
                 s.errors + s.interrupted_requests,
                 ends.join(", ")
             );
@@ -152,6 +162,11 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
     // Bad TLS input (an unreadable --cacert, a key that does not match) is a usage error,
     // found before any load starts.
     barrage_engine::connector(plan).map_err(|e| usage(format!("TLS: {e}")))?;
+    if let Some(warning) =
+        crate::fd_limit::raise().and_then(|limit| crate::fd_limit::warning(plan, limit))
+    {
+        eprintln!("{warning}");
+    }
     let control = RunControl {
         samples: options.streams.samples.clone(),
         ..RunControl::default()

@@ -7,6 +7,8 @@ mod closed;
 mod hey;
 #[path = "cli/history_compare.rs"]
 mod history_compare;
+#[path = "cli/hostile.rs"]
+mod hostile;
 #[path = "cli/never_answering.rs"]
 mod never_answering;
 #[path = "cli/outputs.rs"]

@@ -40,6 +40,8 @@ pub(crate) struct Client {
     pub(crate) pool_slot: Option<usize>,
     /// Its cookie jar, when the plan keeps cookies (boxed: most plans do not).
     pub(crate) jar: Option<Box<Jar>>,
+    /// Connects that failed in a row: the next attempt waits longer (see `exchange.rs`).
+    pub(crate) connect_failures: u32,
 }
 
 /// How a session ended.
@@ -95,6 +97,7 @@ impl Client {
             expected_interval: None,
             pool_slot: None,
             jar: worker.run.plan.cookies.then(Box::default),
+            connect_failures: 0,
         }
     }
 

@@ -8,6 +8,7 @@
 use crate::frame::{self, FrameHeader, HEADER_LEN};
 use crate::hpack::Encoder;
 use crate::hpack_decoder::Decoder;
+use barrage_body::{BodySink, ContentCoding};
 use barrage_metrics::ErrorKind;
 use std::time::Instant;
 
@@ -32,7 +33,8 @@ pub enum Phase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeepBody {
     Never,
-    Always,
+    /// Kept (decoded), up to this many bytes.
+    Always(usize),
     /// Only a content-encoded body (to count its decoded size); decided by the head.
     IfEncoded,
 }
@@ -59,7 +61,9 @@ pub struct Slot {
     /// Response fields, each as name then value; `fields` holds (name end, value end).
     pub field_bytes: Vec<u8>,
     pub fields: Vec<(u32, u32)>,
-    pub body: Vec<u8>,
+    /// The body's sink (decoding, and keeping up to a limit); the driver swaps it with the
+    /// capture's.
+    pub body: BodySink,
     pub send_window: i64,
     /// Received DATA bytes not yet given back by a WINDOW_UPDATE.
     unacked: u32,
@@ -84,7 +88,7 @@ impl Slot {
             keep_body: false,
             field_bytes: Vec::new(),
             fields: Vec::new(),
-            body: Vec::new(),
+            body: BodySink::default(),
             send_window: 0,
             unacked: 0,
             sending: false,
@@ -344,7 +348,10 @@ impl Connection {
         slot.keep_body = false;
         slot.field_bytes.clear();
         slot.fields.clear();
-        slot.body.clear();
+        match keep_body {
+            KeepBody::Always(limit) => slot.body.start(true, limit),
+            _ => slot.body.start(false, 0),
+        }
         slot.send_window = window;
         slot.unacked = 0;
         slot.sending = false;
@@ -391,6 +398,10 @@ impl Connection {
             // A stream-level error: the server still thinks the stream is open.
             frame::write_rst_stream(&mut self.write_buf, slot.id, frame::PROTOCOL_ERROR);
         }
+        if phase == Phase::Failed(ErrorKind::BodyTooLarge) && self.failed.is_none() {
+            // We stop reading a body past its limit: the server may stop sending it.
+            frame::write_rst_stream(&mut self.write_buf, slot.id, frame::CANCEL);
+        }
         let slot = &mut self.slots[index];
         slot.phase = phase;
         slot.done_at = Some(self.read_at);
@@ -412,9 +423,7 @@ impl Connection {
         let kind = match kind {
             // Prior knowledge sent to a server without h2c: it answers the preface with an
             // HTTP/1.1 error or a close, never with SETTINGS.
-            ErrorKind::Reset | ErrorKind::Closed | ErrorKind::H2Protocol
-                if !self.https && !self.got_settings =>
-            {
+            ErrorKind::Reset | ErrorKind::Closed if !self.https && !self.got_settings => {
                 ErrorKind::H2NotOffered
             }
             ErrorKind::Reset | ErrorKind::Closed | ErrorKind::Io if self.goaway.is_some() => {
@@ -482,8 +491,13 @@ impl Connection {
                 return Ok(());
             };
             if !self.got_settings && (header.kind != frame::SETTINGS || header.flags != 0) {
-                // The server's preface must be a SETTINGS frame.
-                return Err(ErrorKind::H2Protocol);
+                // The server's preface must be a SETTINGS frame. An HTTP/1.1 answer means
+                // the server does not speak h2c; anything else is a broken HTTP/2 server.
+                return Err(if !self.https && available.starts_with(b"HTTP/") {
+                    ErrorKind::H2NotOffered
+                } else {
+                    ErrorKind::H2Protocol
+                });
             }
             if header.len > frame::MAX_FRAME_SIZE {
                 return Err(ErrorKind::H2Protocol);
@@ -645,7 +659,10 @@ impl Connection {
         slot.body_bytes += data.len() as u64;
         slot.wire_bytes += (HEADER_LEN + header.len) as u64;
         if slot.keep_body {
-            slot.body.extend_from_slice(data);
+            if let Err(kind) = slot.body.push(data) {
+                self.finish(index, Phase::Failed(kind));
+                return Ok(());
+            }
         }
         if header.flags & frame::FLAG_END_STREAM != 0 {
             self.finish(index, Phase::Done);
@@ -696,8 +713,9 @@ impl Connection {
                 return;
             }
             if name == b"content-encoding" {
-                let coding = value.trim_ascii();
-                encoded = !coding.is_empty() && !coding.eq_ignore_ascii_case(b"identity");
+                let coding = ContentCoding::parse(value);
+                encoded = coding != ContentCoding::Identity;
+                slot.body.set_coding(coding);
             }
             if slot.keep_fields {
                 slot.field_bytes.extend_from_slice(name);
@@ -733,7 +751,7 @@ impl Connection {
         slot.status = status;
         slot.keep_body = match slot.keep_body_when {
             KeepBody::Never => false,
-            KeepBody::Always => true,
+            KeepBody::Always(_) => true,
             KeepBody::IfEncoded => encoded,
         };
         slot.first_byte_at = Some(self.read_at);
@@ -838,7 +856,9 @@ mod tests {
         assert!(conn.output().starts_with(frame::PREFACE));
         conn.wrote(conn.output().len());
         assert_eq!(conn.can_open(), Ok(true));
-        let started = conn.start_stream(REQUEST, true, KeepBody::Always).unwrap();
+        let started = conn
+            .start_stream(REQUEST, true, KeepBody::Always(1 << 20))
+            .unwrap();
         assert_eq!(started.id, 1);
         assert!(!conn.output_is_empty());
         let mut input = frame(frame::SETTINGS, 0, 0, &[]);
@@ -854,7 +874,7 @@ mod tests {
         let slot = conn.slot(started.slot);
         assert_eq!(slot.phase, Phase::Done);
         assert_eq!(slot.status, 200);
-        assert_eq!(slot.body, b"hello");
+        assert_eq!(slot.body.body(), Some(&b"hello"[..]));
         assert_eq!(slot.done_at, Some(now));
         assert_eq!(conn.events().streams, vec![started.slot]);
         assert_eq!(conn.exchanges(), 1);

@@ -20,8 +20,8 @@ mod workload_ops;
 pub use duration::{parse_duration, DurationError, DURATION_UNITS};
 pub use http_semantics::{Credentials, HttpDebug, Proxy, DEFAULT_MAX_REDIRECTS};
 pub use protocol::{
-    parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion, TlsOptions,
-    TlsVersion,
+    parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion,
+    ResponseLimits, TlsOptions, TlsVersion,
 };
 pub use redact::{redact_url, Redaction, REDACTED, SENSITIVE_HEADERS};
 pub use segment::{Segment, SegmentError};
@@ -100,6 +100,9 @@ pub struct TestOptions {
     pub http2: Http2Options,
     #[serde(default)]
     pub connections: ConnectionOptions,
+    /// Response body and header limits.
+    #[serde(default, skip_serializing_if = "ResponseLimits::is_default")]
+    pub limits: ResponseLimits,
     /// How long running iterations may go on after a stop (Ctrl-C, SIGTERM, SIGHUP,
     /// `abortOnFail`); `None`: the workload's graceful stop, or 30 s when it names none.
     #[serde(
@@ -149,6 +152,7 @@ impl Default for TestOptions {
             tls: TlsOptions::default(),
             http2: Http2Options::default(),
             connections: ConnectionOptions::default(),
+            limits: ResponseLimits::default(),
             stop_grace: None,
             max_redirects: 0,
             cookies: false,

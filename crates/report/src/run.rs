@@ -236,6 +236,23 @@ mod tests {
     use crate::summary::{PlannedArrivals, Summary};
 
     #[test]
+    fn an_interrupted_run_rates_its_arrivals_over_the_time_it_ran() {
+        let (mut info, mut metrics) = crate::summary::tests::sample();
+        metrics.sessions.started = 50;
+        metrics.sessions.dropped = 0;
+        info.elapsed = std::time::Duration::from_secs(1);
+        info.planned_arrivals = Some(PlannedArrivals {
+            expected: 100.0,
+            seconds: 2.0,
+        });
+        let text = render_run(&Summary::new(&info, &metrics));
+        assert!(
+            text.contains("arrivals   planned 100 (50.0/s)  achieved 50 (50.0/s, -50.0%)"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn run_summary_has_sessions_arrivals_and_a_row_per_tag() {
         let (mut info, mut metrics) = crate::summary::tests::sample();
         metrics.sessions.started = 98;

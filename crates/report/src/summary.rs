@@ -291,11 +291,13 @@ impl Summary {
             arrivals: info.planned_arrivals.map(|planned| {
                 let achieved = metrics.sessions.started + metrics.sessions.dropped;
                 let seconds = planned.seconds.max(f64::MIN_POSITIVE);
+                // A run stopped early (Ctrl-C) had arrivals for its elapsed time only.
+                let ran = info.elapsed.as_secs_f64().clamp(f64::MIN_POSITIVE, seconds);
                 ArrivalSummary {
                     planned: planned.expected,
                     planned_per_second: planned.expected / seconds,
                     achieved,
-                    achieved_per_second: achieved as f64 / seconds,
+                    achieved_per_second: achieved as f64 / ran,
                 }
             }),
             per_second: metrics.series().seconds,

@@ -17,7 +17,6 @@ pub(crate) mod values;
 use barrage_http::RequestError;
 use binds::CompiledBind;
 use checks::{CheckScratch, CompiledCheck, CompiledCondition};
-use extract::BodyDecoder;
 use program::Instr;
 use request::{BuildScratch, CompiledRequest};
 use values::CValue;
@@ -85,7 +84,6 @@ pub enum SessionProblem {
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
     pub build: BuildScratch,
-    pub decode: BodyDecoder,
     pub check: CheckScratch,
     /// Text of a value being evaluated (e.g. a loop count).
     pub text: String,
