@@ -24,8 +24,9 @@ pub struct OutputArgs {
     /// Write the per-second time series as CSV (one row per second and tag)
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// Stream during the run: `ndjson=FILE` (per-second aggregates) or `samples=FILE:RATE`
-    /// (a random share RATE, 0–1, of requests, one JSON line each); repeatable
+    /// Stream during the run: `ndjson=FILE` (per-second aggregates), `samples=FILE:RATE`
+    /// (a random share RATE, 0–1, of requests, one JSON line each), `prometheus-rw=URL`
+    /// (Prometheus remote write) or `otlp=URL` (OTLP/HTTP metrics); repeatable
     #[arg(long = "out", value_name = "KIND=FILE")]
     pub out: Vec<String>,
     /// Trend columns of the summary, e.g. "avg,min,med,max,p(90),p(95),p(99.9)"
@@ -38,6 +39,8 @@ pub struct OutputArgs {
 pub struct Streams {
     pub ndjson: Option<BufWriter<File>>,
     pub samples: Option<Arc<SampleSink>>,
+    /// Live metric exports (`prometheus-rw=URL`, `otlp=URL`), started when the run starts.
+    pub exports: Vec<barrage_stream::ExportSpec>,
 }
 
 /// Files written when the run ends, already created.
@@ -112,11 +115,17 @@ impl OutputArgs {
                         Box::new(out),
                     )));
                 }
-                _ => {
-                    return Err(usage(format!(
-                        "--out `{spec}`: unknown output (known: ndjson=FILE, samples=FILE:RATE)"
-                    )))
-                }
+                _ => match barrage_stream::ExportSpec::parse(kind, rest) {
+                    Some(export) => streams
+                        .exports
+                        .push(export.map_err(|e| usage(e.to_string()))?),
+                    None => {
+                        return Err(usage(format!(
+                            "--out `{spec}`: unknown output (known: ndjson=FILE, samples=FILE:RATE, {})",
+                            barrage_stream::KINDS
+                        )))
+                    }
+                },
             }
         }
         Ok(streams)
@@ -184,6 +193,8 @@ mod tests {
             ("samples=x", "sampling rate"),
             ("samples=x:2", "(0, 1]"),
             ("ndjson", "expected ndjson=FILE"),
+            ("prometheus-rw=localhost:9090", "only http://"),
+            ("experimental-prometheus-rw=::", "is not a URL"),
         ] {
             let args = OutputArgs {
                 out: vec![spec.into()],

@@ -103,9 +103,23 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         samples: options.streams.samples.clone(),
         ..RunControl::default()
     };
+    let exports = (!options.streams.exports.is_empty())
+        .then(|| barrage_stream::LiveExports::start(options.streams.exports, &plan.tags, None))
+        .transpose()
+        .context("starting the live metric exports")?;
+    if let Some(exports) = &exports {
+        for line in exports.describe() {
+            eprintln!("streaming {line}");
+        }
+    }
+    let live_period = exports
+        .as_ref()
+        .and_then(|e| e.period())
+        .map_or(LIVE_PERIOD, |p| p.min(LIVE_PERIOD));
     let mut live = Live {
         plan,
         ndjson: options.streams.ndjson,
+        exports,
         next_second: 0,
         aborted: None,
     };
@@ -133,7 +147,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
     runtime.block_on(async {
         let mut done = done_rx;
         let mut ticker = tokio::time::interval(PROGRESS_TICK);
-        let mut live_ticker = tokio::time::interval(LIVE_PERIOD);
+        let mut live_ticker = tokio::time::interval(live_period);
         // One listener for the whole run, replaced only after it fires: a fresh `ctrl_c()` per
         // loop turn would miss a SIGINT delivered while another branch was being handled.
         let mut interrupt = Box::pin(tokio::signal::ctrl_c());
@@ -178,6 +192,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         .map_err(|_| anyhow::anyhow!("the engine thread panicked"))??;
     let seconds = outcome.metrics.series().seconds.len();
     live.stream(&outcome.metrics, seconds)?;
+    live.finish_exports(&outcome.metrics);
     if let Some(sink) = &options.streams.samples {
         sink.finish().context("writing the --out samples log")?;
     }

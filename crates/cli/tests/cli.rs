@@ -7,6 +7,8 @@ mod closed;
 mod hey;
 #[path = "cli/history_compare.rs"]
 mod history_compare;
+#[path = "cli/live_exports.rs"]
+mod live_exports;
 #[path = "cli/protocols.rs"]
 mod protocols;
 #[path = "cli/report_html.rs"]

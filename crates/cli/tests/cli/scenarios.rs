@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Writes the heartbeat scenario (and its CSV) aimed at `target`, returns the script path.
-fn heartbeat_script(target: &Target, rate: u32, seconds: u32) -> PathBuf {
+pub(crate) fn heartbeat_script(target: &Target, rate: u32, seconds: u32) -> PathBuf {
     let csv = scratch_file(
         "channels.csv",
         b"id,name\n1,news\n2,sports\n3,movies\n4,kids\n",
@@ -36,7 +36,7 @@ definition.session("heartbeat", function (session) {{
     scratch_file("heartbeat.js", script.as_bytes())
 }
 
-fn tag<'a>(summary: &'a Value, name: &str) -> &'a Value {
+pub(crate) fn tag<'a>(summary: &'a Value, name: &str) -> &'a Value {
     summary["tags"]
         .as_array()
         .expect("tags")
