@@ -2,6 +2,7 @@
 //! once it is complete), the live metric exports (`--out prometheus-rw`/`otlp`, see
 //! barrage-stream) and `abortOnFail` thresholds (a failure stops the run gracefully).
 
+use crate::progress::SnapshotStatus;
 use anyhow::Context;
 use barrage_engine::RunControl;
 use barrage_metrics::RunMetrics;
@@ -16,6 +17,8 @@ pub struct Live<'a> {
     pub plan: &'a Plan,
     pub ndjson: Option<BufWriter<File>>,
     pub exports: Option<LiveExports>,
+    /// What the progress line shows from the snapshots; `Some` when it is drawn.
+    pub status: Option<SnapshotStatus>,
     /// The next second to stream.
     pub next_second: usize,
     pub aborted: Option<String>,
@@ -25,6 +28,7 @@ impl Live<'_> {
     pub fn wanted(&self) -> bool {
         self.ndjson.is_some()
             || self.exports.is_some()
+            || self.status.is_some()
             || self
                 .plan
                 .metrics
@@ -63,6 +67,10 @@ impl Live<'_> {
         self.stream(&live.metrics, live.as_of.as_secs() as usize)?;
         if let Some(exports) = &mut self.exports {
             exports.offer(&live.metrics);
+        }
+        if let Some(status) = &mut self.status {
+            *status =
+                SnapshotStatus::of(self.plan, &live.metrics, live.as_of.as_secs(), live.as_of);
         }
         if self.aborted.is_none() && !control.stop.is_stopped() {
             let thresholds = &self.plan.metrics.thresholds;

@@ -6,6 +6,7 @@ mod history;
 mod live;
 mod outputs;
 mod overrides;
+mod progress;
 mod protocol_flags;
 mod quick;
 mod record;

@@ -5,13 +5,13 @@
 
 use crate::live::Live;
 use crate::outputs::Streams;
+use crate::progress::Progress;
 use crate::usage::{exit, usage};
 use anyhow::Context;
-use barrage_engine::{LiveSnapshot, RunControl};
+use barrage_engine::RunControl;
 use barrage_plan::{Aggregation, Plan, Workload};
 use barrage_report::{Summary, DEFAULT_TREND_STATS};
 use barrage_results::{unix_ns, Machine, PlannedArrivalsBits, ResultsFile, RunMeta};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -103,6 +103,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         samples: options.streams.samples.clone(),
         ..RunControl::default()
     };
+    let show_progress = options.show_progress;
     let exports = (!options.streams.exports.is_empty())
         .then(|| barrage_stream::LiveExports::start(options.streams.exports, &plan.tags, None))
         .transpose()
@@ -120,13 +121,13 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         plan,
         ndjson: options.streams.ndjson,
         exports,
+        status: show_progress.then(Default::default),
         next_second: 0,
         aborted: None,
     };
     if live.wanted() {
         control.snapshots.enable();
     }
-    let show_progress = options.show_progress;
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let engine = {
         let (plan, control) = (plan.clone(), control.clone());
@@ -138,7 +139,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
                 result
             })?
     };
-    let progress = show_progress.then(|| Progress::new(plan.workload.duration()));
+    let progress = show_progress.then(|| Progress::new(plan));
     let mut active = ActiveSamples::new();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -155,10 +156,10 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
             tokio::select! {
                 _ = &mut done => break,
                 _ = ticker.tick() => {
-                    let live = control.live.snapshot();
-                    active.sample(live.active_clients);
+                    let snapshot = control.live.snapshot();
+                    active.sample(snapshot.active_clients);
                     if let Some(p) = &progress {
-                        p.update(live);
+                        p.update(snapshot, live.status.as_ref());
                     }
                 }
                 _ = live_ticker.tick(), if live.wanted() => live.tick(&control)?,
@@ -279,56 +280,5 @@ impl ActiveSamples {
             self.per_second.resize(second + 1, 0);
         }
         self.per_second[second] = self.per_second[second].max(active);
-    }
-}
-
-/// The live progress line: elapsed (of planned), requests, current rate, errors, clients.
-struct Progress {
-    bar: ProgressBar,
-    planned: Option<Duration>,
-    started: Instant,
-    last: std::cell::Cell<(Instant, u64)>,
-}
-
-impl Progress {
-    fn new(planned: Option<Duration>) -> Self {
-        let bar = ProgressBar::new_spinner();
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        let now = Instant::now();
-        Self {
-            bar,
-            planned,
-            started: now,
-            last: std::cell::Cell::new((now, 0)),
-        }
-    }
-
-    fn update(&self, live: LiveSnapshot) {
-        let now = Instant::now();
-        let (last_at, last_count) = self.last.get();
-        let done = live.responses + live.errors;
-        let window = now.duration_since(last_at).as_secs_f64();
-        let rate = if window > 0.0 {
-            (done - last_count.min(done)) as f64 / window
-        } else {
-            0.0
-        };
-        self.last.set((now, done));
-        let elapsed = now.duration_since(self.started).as_secs_f64();
-        let of = self
-            .planned
-            .map_or(String::new(), |p| format!("/{:.0}s", p.as_secs_f64()));
-        self.bar.set_message(format!(
-            "{elapsed:.1}s{of}  requests {done}  rate {rate:.0}/s  errors {}  clients {}",
-            live.errors, live.active_clients
-        ));
-        self.bar.tick();
-    }
-
-    fn finish(self) {
-        self.bar.finish_and_clear();
     }
 }
