@@ -208,4 +208,24 @@ mod tests {
         assert_eq!(percentile_suffix(99.0), "p99");
         assert_eq!(percentile_suffix(99.9), "p99_9");
     }
+
+    #[test]
+    fn the_grafana_dashboard_queries_only_exported_names() {
+        let dashboard = include_str!("../../../docs/grafana-barrage-remote-write.json");
+        let mut metrics = RunMetrics::new(1);
+        record(&mut metrics, 0, 1000, 200);
+        metrics.tags[0].errors[0] = 1;
+        let exported: Vec<String> = points(&metrics, &["t".into()], DEFAULT_PERCENTILES)
+            .into_iter()
+            .map(|p| p.name)
+            .collect();
+        let mut queried = 0;
+        for word in dashboard.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if word.starts_with("k6_") || word.starts_with("barrage_") {
+                assert!(exported.iter().any(|e| e == word), "{word} is not exported");
+                queried += 1;
+            }
+        }
+        assert!(queried >= 10, "{queried}");
+    }
 }
