@@ -17,6 +17,7 @@ pub struct Live<'a> {
     pub plan: &'a Plan,
     pub ndjson: Option<BufWriter<File>>,
     pub exports: Option<LiveExports>,
+    pub dashboard: Option<barrage_stream::Dashboard>,
     /// What the progress line shows from the snapshots; `Some` when it is drawn.
     pub status: Option<SnapshotStatus>,
     /// The next second to stream.
@@ -29,6 +30,7 @@ impl Live<'_> {
         self.ndjson.is_some()
             || self.exports.is_some()
             || self.status.is_some()
+            || self.dashboard.is_some()
             || self
                 .plan
                 .metrics
@@ -67,6 +69,16 @@ impl Live<'_> {
         self.stream(&live.metrics, live.as_of.as_secs() as usize)?;
         if let Some(exports) = &mut self.exports {
             exports.offer(&live.metrics);
+        }
+        if let Some(dashboard) = &self.dashboard {
+            let active = control.live.snapshot().active_clients;
+            dashboard.publish(crate::dashboard_frame::frame(
+                self.plan,
+                &live.metrics,
+                live.as_of,
+                active,
+                false,
+            ));
         }
         if let Some(status) = &mut self.status {
             *status =

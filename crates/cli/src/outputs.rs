@@ -29,6 +29,10 @@ pub struct OutputArgs {
     /// (Prometheus remote write) or `otlp=URL` (OTLP/HTTP metrics); repeatable
     #[arg(long = "out", value_name = "KIND=FILE")]
     pub out: Vec<String>,
+    /// Serve a live dashboard (charts fed by server-sent events, the final HTML report at the
+    /// end) on ADDR, 127.0.0.1:5665 when no address is given
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = barrage_stream::dashboard::DEFAULT_ADDR)]
+    pub dashboard: Option<String>,
     /// Trend columns of the summary, e.g. "avg,min,med,max,p(90),p(95),p(99.9)"
     #[arg(long, value_name = "STATS")]
     pub summary_trend_stats: Option<String>,
@@ -41,6 +45,8 @@ pub struct Streams {
     pub samples: Option<Arc<SampleSink>>,
     /// Live metric exports (`prometheus-rw=URL`, `otlp=URL`), started when the run starts.
     pub exports: Vec<barrage_stream::ExportSpec>,
+    /// The live dashboard, already listening.
+    pub dashboard: Option<barrage_stream::Dashboard>,
 }
 
 /// Files written when the run ends, already created.
@@ -83,6 +89,12 @@ impl OutputArgs {
     /// they cannot be written).
     pub fn streams(&self, tags: &[String]) -> anyhow::Result<Streams> {
         let mut streams = Streams::default();
+        if let Some(addr) = &self.dashboard {
+            let dashboard = barrage_stream::Dashboard::start(addr)
+                .map_err(|e| usage(format!("--dashboard {addr}: cannot listen there ({e})")))?;
+            eprintln!("dashboard: http://{}/", dashboard.addr);
+            streams.dashboard = Some(dashboard);
+        }
         for spec in &self.out {
             let (kind, rest) = spec.split_once('=').ok_or_else(|| {
                 usage(format!(

@@ -121,6 +121,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         plan,
         ndjson: options.streams.ndjson,
         exports,
+        dashboard: options.streams.dashboard,
         status: show_progress.then(Default::default),
         next_second: 0,
         aborted: None,
@@ -200,6 +201,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
     let active_clients = active.per_second;
     let started_at_unix_ns = unix_ns(outcome.started_at);
     let elapsed_ns = outcome.elapsed.as_nanos() as u64;
+    let outcome_elapsed = outcome.elapsed;
     let planned = |expected: f64, seconds: f64| PlannedArrivalsBits {
         expected_f64_bits: expected.to_bits(),
         seconds_f64_bits: seconds.to_bits(),
@@ -249,6 +251,10 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
     let summary = barrage_report::summary_of(&results, &options.trend_stats);
     results.thresholds =
         barrage_report::thresholds_section(live.aborted.as_deref(), &summary.k6.thresholds);
+    if let Some(dashboard) = live.dashboard.take() {
+        let last = crate::dashboard_frame::frame(plan, &results.metrics, outcome_elapsed, 0, true);
+        dashboard.finish(last, barrage_report::render_html(&results, &summary));
+    }
     Ok(Finished {
         summary,
         results,

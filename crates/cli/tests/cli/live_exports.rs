@@ -319,3 +319,81 @@ fn a_malformed_export_url_is_a_usage_error_before_the_run() {
         assert!(out.stderr.contains("--out `"), "{spec}: {}", out.stderr);
     }
 }
+
+#[test]
+fn the_dashboard_streams_frames_and_offers_the_report() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let script = heartbeat_script(&target, 30, 4);
+    let addr = format!("127.0.0.1:{}", closed_port());
+    let run = Running::spawn(&[
+        "run",
+        script.to_str().unwrap(),
+        "--dashboard",
+        &addr,
+        "--seed",
+        "3",
+    ]);
+    let started = Instant::now();
+    let page = loop {
+        if let Some(page) = http_get(&addr, "/") {
+            break page;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no dashboard on {addr}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(page.contains("EventSource(\"/events\")"), "{page}");
+    // Frames arrive while the run goes on: read until one counts requests of both tags.
+    let mut events = TcpStream::connect(&addr).unwrap();
+    events
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(events, "GET /events HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut reader = BufReader::new(events);
+    let mut line = String::new();
+    let frame: Value = loop {
+        line.clear();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "the event stream ended"
+        );
+        if let Some(json) = line.strip_prefix("data: ") {
+            let frame: Value = serde_json::from_str(json).unwrap();
+            let counted = frame["tags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["requests"].as_u64().unwrap() > 0);
+            if counted && frame["done"] == false {
+                break frame;
+            }
+        }
+    };
+    assert_eq!(frame["tags"].as_array().unwrap().len(), 2, "{frame}");
+    assert!(frame["self_check"].as_str().is_some(), "{frame}");
+    // The last frame says the run is done, and the report is served before barrage exits.
+    let done = loop {
+        line.clear();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "the event stream ended"
+        );
+        if let Some(json) = line.strip_prefix("data: ") {
+            let frame: Value = serde_json::from_str(json).unwrap();
+            if frame["done"] == true {
+                break frame;
+            }
+        }
+    };
+    assert!(done["tags"][0]["requests"].as_u64().unwrap() > 0);
+    let report = http_get(&addr, "/report").expect("the final report");
+    assert!(
+        report.contains("<html"),
+        "{}",
+        &report[..200.min(report.len())]
+    );
+    run.wait(Duration::from_secs(60)).expect_success();
+}
