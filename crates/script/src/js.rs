@@ -5,7 +5,7 @@ use crate::error::{Location, ScriptError};
 use crate::jsval::JsVal;
 use rquickjs::context::EvalOptions;
 use rquickjs::convert::Coerced;
-use rquickjs::{Context, Ctx, Object, Runtime, Type, Value};
+use rquickjs::{Context, Ctx, Function, Module, Object, Runtime, Type, Value};
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -31,6 +31,8 @@ pub(crate) struct Call {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Load {
     pub file: String,
+    /// The options object (`Null` when none was given).
+    pub options: JsVal,
     pub loc: Location,
 }
 
@@ -68,8 +70,28 @@ fn engine(file: &str, error: rquickjs::Error) -> ScriptError {
     }
 }
 
-/// Evaluates `source` (named `file` in locations), stopping it after `limit`.
+/// What the command line gives the script besides its source.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptInputs {
+    /// `--define NAME=VALUE`: `NAME` is a global or a dotted path under one
+    /// (`defines.env`); VALUE is read as JSON, or else taken as text.
+    pub defines: Vec<(String, String)>,
+}
+
+/// Evaluates `source` (named `file` in locations), stopping it after `limit`. A `.mjs` file,
+/// or one with `import`/`export` statements, runs as an ES module whose relative imports are
+/// read from disk.
+#[cfg(test)]
 pub(crate) fn evaluate(source: &str, file: &str, limit: Duration) -> Result<Record, ScriptError> {
+    evaluate_with(source, file, limit, &ScriptInputs::default())
+}
+
+pub(crate) fn evaluate_with(
+    source: &str,
+    file: &str,
+    limit: Duration,
+    inputs: &ScriptInputs,
+) -> Result<Record, ScriptError> {
     let runtime = Runtime::new().map_err(|e| engine(file, e))?;
     runtime.set_memory_limit(MEMORY_LIMIT);
     let timed_out = Rc::new(Cell::new(false));
@@ -80,26 +102,71 @@ pub(crate) fn evaluate(source: &str, file: &str, limit: Duration) -> Result<Reco
         flag.set(flag.get() || late);
         late
     })));
+    let modules = crate::modules::Modules::new(file);
+    runtime.set_loader(modules.resolver(), modules.loader());
     let context = Context::full(&runtime).map_err(|e| engine(file, e))?;
     context.with(|ctx| {
-        let fail = |error: rquickjs::Error| match error {
-            rquickjs::Error::Exception => exception(&ctx, file, timed_out.get(), limit),
-            other => engine(file, other),
+        let fail = |error: rquickjs::Error| {
+            if let Some(problem) = modules.problem() {
+                return problem;
+            }
+            let files = modules.files();
+            let files: Vec<&str> = files.iter().map(String::as_str).collect();
+            match error {
+                rquickjs::Error::Exception => exception(&ctx, &files, timed_out.get(), limit),
+                other => engine(file, other),
+            }
         };
-        let record: Object = ctx
+        let prelude: Function = ctx
             .eval_with_options(PRELUDE, options(PRELUDE_FILE))
             .map_err(fail)?;
-        ctx.eval_with_options::<Value, _>(source, options(file))
-            .map_err(fail)?;
+        let env = Object::new(ctx.clone()).map_err(fail)?;
+        for (name, value) in std::env::vars() {
+            env.set(name, value).map_err(fail)?;
+        }
+        let defines = rquickjs::Array::new(ctx.clone()).map_err(fail)?;
+        for (i, (path, value)) in inputs.defines.iter().enumerate() {
+            let parsed: Value = match serde_json::from_str::<serde_json::Value>(value) {
+                Ok(_) => ctx.json_parse(value.as_str()).map_err(fail)?,
+                Err(_) => rquickjs::String::from_str(ctx.clone(), value)
+                    .map_err(fail)?
+                    .into_value(),
+            };
+            let pair = rquickjs::Array::new(ctx.clone()).map_err(fail)?;
+            pair.set(0, path.as_str()).map_err(fail)?;
+            pair.set(1, parsed).map_err(fail)?;
+            defines.set(i, pair).map_err(fail)?;
+        }
+        let record: Object = prelude.call((env, defines)).map_err(fail)?;
+        if is_module(file, source) {
+            let promise = Module::evaluate(ctx.clone(), file, source).map_err(fail)?;
+            promise.finish::<()>().map_err(fail)?;
+        } else {
+            ctx.eval_with_options::<Value, _>(source, options(file))
+                .map_err(fail)?;
+        }
         if timed_out.get() {
             return Err(ScriptError::Timeout {
                 location: Location::file(file),
                 limit,
             });
         }
+        let files = modules.files();
+        let files: Vec<&str> = files.iter().map(String::as_str).collect();
         let record = copy(record.as_value(), 0).map_err(fail)?;
-        Ok(read_record(&record, file))
+        Ok(read_record(&record, &files))
     })
+}
+
+/// Whether the script is an ES module: by extension, or by a top-level `import`/`export`.
+fn is_module(file: &str, source: &str) -> bool {
+    file.ends_with(".mjs")
+        || source.lines().any(|line| {
+            let line = line.trim_start();
+            line.starts_with("import ")
+                || line.starts_with("import{")
+                || line.starts_with("export ")
+        })
 }
 
 fn options(file: &str) -> EvalOptions {
@@ -110,8 +177,9 @@ fn options(file: &str) -> EvalOptions {
     options
 }
 
-/// The pending exception as an error located at its innermost frame in the script.
-fn exception(ctx: &Ctx<'_>, file: &str, timed_out: bool, limit: Duration) -> ScriptError {
+/// The pending exception as an error located at its innermost frame in the script's files.
+fn exception(ctx: &Ctx<'_>, files: &[&str], timed_out: bool, limit: Duration) -> ScriptError {
+    let file = files[0];
     let thrown = ctx.catch();
     let Some(object) = thrown.as_object().filter(|_| thrown.is_error()) else {
         let text = thrown
@@ -132,7 +200,7 @@ fn exception(ctx: &Ctx<'_>, file: &str, timed_out: bool, limit: Duration) -> Scr
             .flatten()
             .map_or_else(String::new, |c| c.0)
     };
-    let location = Location::from_stack(file, &text("stack"));
+    let location = Location::from_stack(files, &text("stack"));
     if timed_out {
         return ScriptError::Timeout { location, limit };
     }
@@ -206,14 +274,14 @@ fn list(value: &JsVal) -> &[JsVal] {
     }
 }
 
-fn read_call(value: &JsVal, file: &str) -> Call {
+fn read_call(value: &JsVal, files: &[&str]) -> Call {
     Call {
         verb: string(value.get("verb")),
         args: list(value.get("args")).to_vec(),
-        loc: Location::from_stack(file, &string(value.get("loc"))),
+        loc: Location::from_stack(files, &string(value.get("loc"))),
         steps: list(value.get("steps"))
             .iter()
-            .map(|step| read_call(step, file))
+            .map(|step| read_call(step, files))
             .collect(),
         var: match value.get("var") {
             JsVal::Str(var) => Some(var.clone()),
@@ -223,17 +291,18 @@ fn read_call(value: &JsVal, file: &str) -> Call {
 }
 
 /// The prelude's record object as Rust data.
-fn read_record(record: &JsVal, file: &str) -> Record {
-    let loc = |value: &JsVal| Location::from_stack(file, &string(value.get("loc")));
+fn read_record(record: &JsVal, files: &[&str]) -> Record {
+    let loc = |value: &JsVal| Location::from_stack(files, &string(value.get("loc")));
     Record {
         defs: list(record.get("defs"))
             .iter()
-            .map(|call| read_call(call, file))
+            .map(|call| read_call(call, files))
             .collect(),
         loads: list(record.get("loads"))
             .iter()
             .map(|load| Load {
                 file: string(load.get("file")),
+                options: load.get("options").clone(),
                 loc: loc(load),
             })
             .collect(),

@@ -2,7 +2,7 @@
 //! package, started here with its remote-write receiver), `--out otlp` into a receiver that
 //! decodes the OTLP protobuf, an unreachable endpoint, and malformed specs.
 
-use crate::scenarios::{heartbeat_script, tag};
+use crate::scenarios::heartbeat_script;
 use crate::support::*;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::metrics::v1::{metric::Data, number_data_point, NumberDataPoint};
