@@ -46,18 +46,23 @@ pub fn frame(
             })
         })
         .collect();
-    let thresholds: Vec<Value> =
-        barrage_report::evaluate(&plan.metrics.thresholds, metrics, &plan.tags, elapsed)
-            .into_iter()
-            .map(|r| {
-                json!({
-                    "metric": r.metric,
-                    "expression": r.expression,
-                    "observed": r.observed,
-                    "passed": r.passed,
-                })
-            })
-            .collect();
+    let thresholds: Vec<Value> = barrage_report::evaluate(
+        &plan.metrics.thresholds,
+        metrics,
+        &plan.tags,
+        elapsed,
+        done.then_some(true),
+    )
+    .into_iter()
+    .map(|r| {
+        json!({
+            "metric": r.metric,
+            "expression": r.expression,
+            "observed": r.observed,
+            "passed": r.passed,
+        })
+    })
+    .collect();
     let reasons = SelfCheckSummary::new(&metrics.self_check).trust_reasons();
     let self_check = if reasons.is_empty() {
         "trusted: the generator kept to its plan".to_string()

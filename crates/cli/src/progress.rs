@@ -51,8 +51,13 @@ impl SnapshotStatus {
             failed as f64 / total.requests() as f64
         };
         let thresholds = (!plan.metrics.thresholds.is_empty()).then(|| {
-            let results =
-                barrage_report::evaluate(&plan.metrics.thresholds, metrics, &plan.tags, elapsed);
+            let results = barrage_report::evaluate(
+                &plan.metrics.thresholds,
+                metrics,
+                &plan.tags,
+                elapsed,
+                None,
+            );
             let passed = results.iter().filter(|r| r.passed).count();
             (passed, results.len() - passed)
         });
