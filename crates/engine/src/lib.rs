@@ -32,6 +32,6 @@ pub use compile::CompileError;
 pub use control::{LiveCounters, LiveSnapshot, RunControl, StopSignal};
 pub use protocol::connector;
 pub use samples::SampleSink;
-pub use scheduler::{run, EngineError, RunOutcome};
+pub use scheduler::{run, stop_grace, EngineError, RunOutcome};
 pub use session::SessionProblem;
 pub use snapshots::{LiveMetrics, Snapshots};
