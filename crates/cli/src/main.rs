@@ -452,6 +452,7 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
         accept: None,
         user_agent: None,
         host: None,
+        proxy: None,
         timeout: "20".into(),
         basic_auth: None,
         disable_keepalive: false,

@@ -4,7 +4,9 @@
 
 use crate::quick::parse_duration_flag;
 use crate::usage::usage;
-use barrage_plan::{parse_addr_range, ConnectionModel, HttpVersion, TestOptions, TlsVersion};
+use barrage_plan::{
+    parse_addr_range, ConnectionModel, HttpDebug, HttpVersion, TestOptions, TlsVersion,
+};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -61,6 +63,16 @@ pub struct ProtocolArgs {
     /// Source addresses for new connections, e.g. 127.0.0.1-127.0.0.50 (comma-separated list)
     #[arg(long, value_name = "RANGE")]
     pub local_addrs: Option<String>,
+    /// Print the run's first 20 requests and responses to stderr: headers, and bodies too
+    /// with =full
+    #[arg(
+        long,
+        value_name = "full",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "headers"
+    )]
+    pub http_debug: Option<String>,
 }
 
 fn tls_version(flag: &str, value: &str) -> anyhow::Result<TlsVersion> {
@@ -78,6 +90,13 @@ fn path_text(path: &std::path::Path) -> String {
 impl ProtocolArgs {
     /// Writes the flags given into `options`.
     pub fn apply(&self, options: &mut TestOptions) -> anyhow::Result<()> {
+        if let Some(level) = &self.http_debug {
+            options.http_debug = Some(HttpDebug::parse(Some(level)).ok_or_else(|| {
+                usage(format!(
+                    "--http-debug: `{level}` is not a level (give none, or =full)"
+                ))
+            })?);
+        }
         if self.h2 {
             options.http = HttpVersion::Http2;
         }

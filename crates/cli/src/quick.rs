@@ -4,7 +4,7 @@ use crate::protocol_flags::ProtocolArgs;
 use crate::usage::usage;
 use barrage_plan::{
     parse_duration, ArrivalRate, Body, ClosedVus, Credentials, Header, HeaderField, Method, Plan,
-    RequestStep, Session, Step, Target, TestOptions, Value, Workload, DEFAULT_MAX_REDIRECTS,
+    Proxy, RequestStep, Session, Step, Target, TestOptions, Value, Workload, DEFAULT_MAX_REDIRECTS,
     PLAN_FORMAT_VERSION,
 };
 use clap::Args;
@@ -61,6 +61,10 @@ pub struct QuickArgs {
     /// Host header (the connection still goes to the URL's host)
     #[arg(long)]
     pub host: Option<String>,
+    /// HTTP proxy, host:port or http://[user:pass@]host:port (https:// URLs go through a
+    /// CONNECT tunnel)
+    #[arg(short = 'x')]
+    pub proxy: Option<String>,
     /// Timeout per request: seconds, or a duration like 500ms; 0 means none
     #[arg(short = 't', default_value = "20", allow_hyphen_values = true)]
     pub timeout: String,
@@ -290,6 +294,12 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
                 DEFAULT_MAX_REDIRECTS
             },
             basic_auth,
+            proxy: args
+                .proxy
+                .as_deref()
+                .map(Proxy::parse)
+                .transpose()
+                .map_err(|e| usage(format!("-x: {e}")))?,
             ..TestOptions::default()
         },
         workload,

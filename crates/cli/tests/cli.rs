@@ -133,7 +133,8 @@ fn rate_limit_paces_the_whole_run() {
     let _heavy = heavy_lock();
     let target = Target::start();
     let s = quick_json(
-        &["-q", "2000", "-z", "5s", "-c", "20", &target.url("/")],
+        // hey's -q is per worker: 100/s for each of 20 workers is 2000/s for the run.
+        &["-q", "100", "-z", "5s", "-c", "20", &target.url("/")],
         LIMIT,
     );
     let total = f(&s, "total_s");
@@ -153,7 +154,7 @@ fn rate_limit_paces_the_whole_run() {
 
     // With -n the rate paces exactly n requests: 100 at 200/s take about half a second.
     let s = quick_json(
-        &["-q", "200", "-n", "100", "-c", "5", &target.url("/")],
+        &["--rate", "200", "-n", "100", "-c", "5", &target.url("/")],
         LIMIT,
     );
     assert_eq!(u(&s, "requests"), 100, "{s:#}");
@@ -691,7 +692,8 @@ fn print_plan_shows_the_workload_model() {
 
     let paced = print_plan(&["-q", "50", "-z", "3s", "-c", "4", "http://127.0.0.1:9/"]);
     assert_eq!(paced["workload"]["model"], "arrival_rate", "{paced:#}");
-    assert_eq!(paced["workload"]["rate_per_second"], 50.0);
+    // -q is per worker (hey): 50/s for each of 4 workers.
+    assert_eq!(paced["workload"]["rate_per_second"], 200.0);
     assert_eq!(paced["workload"]["duration"], 3000);
     assert_eq!(paced["workload"]["iterations"], Value::Null);
 

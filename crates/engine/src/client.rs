@@ -1,6 +1,7 @@
 //! A client (a VU, or an arriving session): owns its connection and its session state, and
 //! runs compiled session programs with a program counter. Requests go through `exchange.rs`.
 
+use crate::cookies::Jar;
 use crate::session::binds::WaitSpec;
 use crate::session::custom::{sample_number, SampleSource};
 use crate::session::program::Instr;
@@ -36,6 +37,8 @@ pub(crate) struct Client {
     /// `shared` model: the pool slot of its last request, asked for again (see
     /// `SharedPool::checkout`).
     pub(crate) pool_slot: Option<usize>,
+    /// Its cookie jar, when the plan keeps cookies (boxed: most plans do not).
+    pub(crate) jar: Option<Box<Jar>>,
 }
 
 /// How a session ended.
@@ -87,6 +90,7 @@ impl Client {
             since_yield: 0,
             expected_interval: None,
             pool_slot: None,
+            jar: worker.run.plan.cookies.then(Box::default),
         }
     }
 
@@ -133,6 +137,9 @@ impl Client {
         intended_start: Instant,
     ) -> Ending {
         self.state.reset(session.var_count);
+        if let Some(jar) = &mut self.jar {
+            jar.clear();
+        }
         let mut intended = Some(intended_start);
         let mut pc = 0usize;
         while let Some(&instr) = session.program.get(pc) {

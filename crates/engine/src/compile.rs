@@ -1,12 +1,13 @@
 //! Compiles a plan for execution: every session to a program (`crate::session`), tags as
 //! indices, checks as counter indices, session choice as a cumulative weight table.
 
+use crate::http_debug::DebugPrinter;
 use crate::redirect::Origin;
 use crate::session::program::compile_session;
 use crate::session::request::RequestContext;
 use crate::session::{CompiledSession, SessionProblem};
 use barrage_metrics::{CustomKind, CustomMetrics, RunMetrics};
-use barrage_plan::{DataSource, Header, MetricKind, Plan};
+use barrage_plan::{DataSource, Header, HttpVersion, MetricKind, Plan, Scheme};
 
 fn custom_kind(kind: MetricKind) -> CustomKind {
     match kind {
@@ -52,6 +53,13 @@ pub(crate) struct CompiledPlan {
     pub custom: Vec<(String, CustomKind)>,
     /// The target's origin, that redirects resolve against.
     pub origin: Option<Origin>,
+    /// Each client keeps a cookie jar.
+    pub cookies: bool,
+    /// `--http-debug`: prints the run's first exchanges.
+    pub http_debug: Option<DebugPrinter>,
+    /// Through a proxy to a plain http:// target: the origin every request target starts
+    /// with (absolute form), redirect hops included.
+    pub target_prefix: Option<String>,
 }
 
 /// Why a plan cannot be compiled for execution.
@@ -69,23 +77,34 @@ pub enum CompileError {
 impl CompiledPlan {
     pub(crate) fn compile(plan: &Plan) -> Result<Self, CompileError> {
         // Never run a plan differently from what it says.
-        if plan.options.cookies {
-            return Err(CompileError::Unsupported("a cookie jar (`cookies`)"));
+        // Through a proxy, a plain http:// request names its whole URL (absolute form).
+        let plain_proxy = plan
+            .options
+            .proxy
+            .as_ref()
+            .filter(|_| plan.target.scheme == Scheme::Http);
+        if plain_proxy.is_some() && plan.options.http == HttpVersion::Http2 {
+            return Err(CompileError::Unsupported(
+                "cleartext HTTP/2 (h2c) through a proxy",
+            ));
         }
-        if plan.options.proxy.is_some() {
-            return Err(CompileError::Unsupported("an HTTP proxy (`proxy`)"));
-        }
-        if plan.options.http_debug.is_some() {
-            return Err(CompileError::Unsupported("`http_debug`"));
-        }
+        let target_prefix = plain_proxy.map(|_| plan.target.to_string());
         let authority = plan.target.authority();
-        let headers = headers_with_auth(plan);
+        let mut headers = headers_with_auth(plan);
+        if let Some(value) = plain_proxy.and_then(|proxy| proxy.authorization()) {
+            headers.push(Header {
+                name: "Proxy-Authorization".into(),
+                value,
+            });
+        }
         let request_cx = RequestContext {
             authority: &authority,
             keep_alive: plan.options.keep_alive,
             accept_gzip: plan.options.compression,
             headers: &headers,
             max_redirects: plan.options.max_redirects,
+            cookies: plan.options.cookies,
+            target_prefix: target_prefix.as_deref(),
         };
         let mut sessions = Vec::with_capacity(plan.sessions.len());
         let mut cumulative_weights = Vec::with_capacity(plan.sessions.len());
@@ -120,6 +139,9 @@ impl CompiledPlan {
                 .map(|d| (d.name.clone(), custom_kind(d.kind)))
                 .collect(),
             origin: Origin::new(&plan.target),
+            cookies: plan.options.cookies,
+            http_debug: plan.options.http_debug.map(DebugPrinter::new),
+            target_prefix,
         })
     }
 

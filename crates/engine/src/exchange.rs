@@ -4,6 +4,7 @@
 //! connection the server closed while idle, record the outcome, and run the extractions.
 
 use crate::client::Client;
+use crate::http_debug;
 use crate::redirect;
 use crate::session::custom::LastResponse;
 use crate::session::request::CompiledRequest;
@@ -11,6 +12,7 @@ use crate::session::values::Eval;
 use crate::worker::Worker;
 use barrage_http::{AnyConnection, Capture, Captured, ContentCoding, Exchange};
 use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord};
+use barrage_plan::HttpDebug;
 use std::time::{Duration, Instant};
 
 /// A completed exchange and the timings around it that the connection cannot know.
@@ -19,6 +21,13 @@ struct Attempt {
     connect: Option<Duration>,
     tls: Option<Duration>,
     write_started: Instant,
+}
+
+/// What an attempt keeps of the response, and whether one has a body.
+struct Wanted<'a> {
+    headers: &'a [String],
+    body: bool,
+    expects_body: bool,
 }
 
 /// What one hop of a request ended with.
@@ -53,9 +62,25 @@ impl Client {
         let request_id = request.sends_request_id().then_some(id_number);
         let mut start = intended;
         let mut hops_left = request.max_redirects;
+        let mut with_cookies = self.jar.is_some().then(|| worker.request_buffers.take());
         let ok = loop {
+            let sending = match (&mut self.jar, &mut with_cookies) {
+                (Some(jar), Some(buffer)) => {
+                    let url = worker
+                        .run
+                        .plan
+                        .origin
+                        .as_ref()
+                        .and_then(|origin| origin.url(redirect::request_path(&bytes)));
+                    match url {
+                        Some(url) if jar.add_to(&url, &bytes, buffer) => &buffer[..],
+                        _ => &bytes[..],
+                    }
+                }
+                _ => &bytes[..],
+            };
             match self
-                .hop(worker, request, &bytes, start, request_id, hops_left > 0)
+                .hop(worker, request, sending, start, request_id, hops_left > 0)
                 .await
             {
                 Hop::Done(ok) => break ok,
@@ -69,6 +94,10 @@ impl Client {
                         .as_ref()
                         .map_or_else(String::new, |o| o.url_of(redirect::request_path(&bytes)));
                     let status = self.state.last_status;
+                    let path = match &worker.run.plan.target_prefix {
+                        Some(prefix) => format!("{prefix}{path}"),
+                        None => path,
+                    };
                     redirect::next_request(&bytes, status, &path, &referer, &mut next);
                     let capacity = bytes.capacity();
                     worker
@@ -80,6 +109,10 @@ impl Client {
         };
         let capacity = bytes.capacity();
         worker.request_buffers.give(bytes, capacity);
+        if let Some(buffer) = with_cookies {
+            let capacity = buffer.capacity();
+            worker.request_buffers.give(buffer, capacity);
+        }
         ok
     }
 
@@ -95,9 +128,21 @@ impl Client {
         may_redirect: bool,
     ) -> Hop {
         let decode = worker.run.connection.decode_responses;
-        let mut captured =
-            (decode || !request.extraction.is_empty() || request.location_header.is_some())
-                .then(|| worker.captures.take());
+        let debug = worker.run.plan.http_debug.as_ref().and_then(|p| p.claim());
+        let debug_headers = debug.map(|_| http_debug::capture_list(&request.extraction.headers));
+        let wanted = Wanted {
+            headers: debug_headers
+                .as_deref()
+                .unwrap_or(&request.extraction.headers),
+            body: request.extraction.body || debug == Some(HttpDebug::Full),
+            expects_body: request.expects_body,
+        };
+        let mut captured = (decode
+            || !request.extraction.is_empty()
+            || request.location_header.is_some()
+            || request.cookie_header.is_some()
+            || debug.is_some())
+        .then(|| worker.captures.take());
         // What a failed request counts as sent (how much of it left is unknown); a response
         // brings the exact wire count (HTTP/2 sends HPACK-compressed frames, not these bytes).
         let prepared = bytes.len() as u64;
@@ -112,7 +157,7 @@ impl Client {
                         &mut self.connection,
                         worker,
                         bytes,
-                        request,
+                        &wanted,
                         captured.as_deref_mut(),
                     )
                     .await
@@ -124,7 +169,7 @@ impl Client {
                         &mut lease.connection,
                         worker,
                         bytes,
-                        request,
+                        &wanted,
                         captured.as_deref_mut(),
                     )
                     .await;
@@ -174,7 +219,34 @@ impl Client {
                     phases: record.phases,
                 };
                 let mut hop = Hop::Done(exchange.status < 400);
+                if let (Some(level), Some(captured), Some(headers)) =
+                    (debug, captured.as_deref(), debug_headers.as_ref())
+                {
+                    let mut scratch = worker.scratch.borrow_mut();
+                    let body = match captured.coding() {
+                        ContentCoding::Identity => Some(captured.body()),
+                        _ => scratch.decode.decode(captured),
+                    };
+                    let shown = http_debug::Shown {
+                        status: exchange.status,
+                        captured,
+                        headers: headers.len() - 1,
+                        body: body.unwrap_or(captured.body()),
+                    };
+                    http_debug::print(&http_debug::render(level, bytes, Ok(shown)));
+                }
                 if let Some(captured) = captured {
+                    if let (Some(index), Some(jar)) = (request.cookie_header, &mut self.jar) {
+                        let url = worker
+                            .run
+                            .plan
+                            .origin
+                            .as_ref()
+                            .and_then(|origin| origin.url(redirect::request_path(bytes)));
+                        if let Some(url) = url {
+                            jar.store(&url, captured.header_values(index));
+                        }
+                    }
                     let redirect = may_redirect && redirect::is_redirect(exchange.status);
                     let location = request
                         .location_header
@@ -205,6 +277,9 @@ impl Client {
             Ok(Err(kind)) => kind,
             Err(_elapsed) => ErrorKind::Timeout,
         };
+        if let Some(level) = debug {
+            http_debug::print(&http_debug::render(level, bytes, Err(kind)));
+        }
         self.connection = None;
         self.state.last_status = 0;
         self.state.last_response = LastResponse::default();
@@ -254,7 +329,7 @@ async fn attempt(
     connection: &mut Option<AnyConnection>,
     worker: &Worker,
     bytes: &[u8],
-    request: &CompiledRequest,
+    wanted: &Wanted<'_>,
     mut captured: Option<&mut Captured>,
 ) -> Result<Attempt, ErrorKind> {
     let mut connect_time = None;
@@ -295,8 +370,8 @@ async fn attempt(
         }
         let open = connection.as_mut().expect("connected above");
         let mut capture = captured.as_deref_mut().map(|into| Capture {
-            headers: &request.extraction.headers,
-            body: request.extraction.body,
+            headers: wanted.headers,
+            body: wanted.body,
             encoded_body: worker.run.connection.decode_responses,
             into,
         });
@@ -305,7 +380,7 @@ async fn attempt(
             .exchange(
                 &worker.read_buffers,
                 bytes,
-                request.expects_body,
+                wanted.expects_body,
                 capture.as_mut(),
             )
             .await

@@ -16,8 +16,10 @@
 mod client;
 mod compile;
 mod control;
+mod cookies;
 mod exchange;
 mod executor;
+mod http_debug;
 mod pool;
 mod protocol;
 mod redirect;

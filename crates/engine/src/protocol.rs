@@ -3,14 +3,33 @@
 //! unreadable `--cacert`) is bad input, found before any worker starts.
 
 use crate::pool::SharedPool;
-use barrage_http::{Alpn, Connector, H2Settings, TlsClient, TlsConfigError, TlsSettings, Version};
+use barrage_http::{
+    Alpn, Connector, H2Settings, TlsClient, TlsConfigError, TlsSettings, Tunnel, Version,
+};
 use barrage_metrics::ErrorKind;
-use barrage_plan::{ConnectionModel, HttpVersion, Plan, Scheme, TlsVersion};
+use barrage_plan::{ConnectionModel, HttpVersion, Plan, Scheme, Target, TlsVersion};
 use std::cell::{Cell, RefCell};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// `host:port` of a target, as a CONNECT request names it.
+fn host_port(target: &Target) -> String {
+    if target.host.contains(':') {
+        format!("[{}]:{}", target.host, target.port)
+    } else {
+        format!("{}:{}", target.host, target.port)
+    }
+}
+
+/// Where connections go: the proxy, when there is one, else the target.
+fn destination(plan: &Plan) -> &Target {
+    plan.options
+        .proxy
+        .as_ref()
+        .map_or(&plan.target, |proxy| &proxy.target)
+}
 
 /// The connector every worker of `plan`'s run opens connections with.
 pub fn connector(plan: &Plan) -> Result<Connector, TlsConfigError> {
@@ -49,7 +68,16 @@ pub fn connector(plan: &Plan) -> Result<Connector, TlsConfigError> {
             Some(TlsClient::new(&settings, &plan.target.host)?)
         }
     };
+    // Through a proxy, an https:// target is reached through a CONNECT tunnel.
+    let tunnel = match (&options.proxy, plan.target.scheme) {
+        (Some(proxy), Scheme::Https) => Some(Tunnel {
+            authority: host_port(&plan.target),
+            proxy_authorization: proxy.authorization(),
+        }),
+        _ => None,
+    };
     Ok(Connector {
+        tunnel,
         tls,
         version,
         h2: H2Settings {
@@ -70,7 +98,7 @@ pub(crate) struct ConnectionSettings {
     pub local_addrs: Arc<[IpAddr]>,
     /// Re-resolve the target this often (`None`: once per run).
     pub dns_ttl: Option<Duration>,
-    /// The target's host and port, for re-resolving.
+    /// The host and port connections go to (the proxy's, through one), for resolving.
     pub host: String,
     pub port: u16,
     /// Decode compressed responses (they were asked for with Accept-Encoding) to count their
@@ -88,8 +116,9 @@ impl ConnectionSettings {
             max_streams: plan.options.http2.max_concurrent_streams,
             local_addrs: connections.local_addrs.clone().into(),
             dns_ttl: connections.dns_ttl,
-            host: plan.target.host.clone(),
-            port: plan.target.port,
+            // Connections go to the proxy when there is one.
+            host: destination(plan).host.clone(),
+            port: destination(plan).port,
             decode_responses: plan.options.compression,
         })
     }

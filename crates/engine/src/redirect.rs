@@ -20,6 +20,11 @@ impl Origin {
             .map_or_else(|_| String::new(), String::from)
     }
 
+    /// The same, parsed (what a cookie jar matches against).
+    pub(crate) fn url(&self, path: &str) -> Option<url::Url> {
+        self.0.join(path).ok()
+    }
+
     /// The path and query `location` points to, when it stays on this origin.
     pub(crate) fn resolve(&self, current_path: &str, location: &[u8]) -> Option<String> {
         let location = std::str::from_utf8(location).ok()?.trim();

@@ -83,7 +83,7 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?
-            .block_on(barrage_http::resolve(&plan.target.host, plan.target.port)),
+            .block_on(barrage_http::resolve(&connection.host, connection.port)),
     );
     let shares = executor::assign(&plan.workload, worker_threads(plan));
     let threads = shares.len();

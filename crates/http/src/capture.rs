@@ -40,6 +40,8 @@ pub struct Captured {
     values: Vec<u8>,
     /// Per requested header name: where its value lies in `values`, if the response had it.
     spans: Vec<Option<(u32, u32)>>,
+    /// Later values of a repeated requested header (`Set-Cookie`): its index and span.
+    repeats: Vec<(u32, u32, u32)>,
 }
 
 impl Captured {
@@ -59,12 +61,23 @@ impl Captured {
         Some(&self.values[start as usize..end as usize])
     }
 
+    /// Every value of the `index`-th requested header, in the order they came.
+    pub fn header_values(&self, index: usize) -> impl Iterator<Item = &[u8]> {
+        let repeats = self
+            .repeats
+            .iter()
+            .filter(move |(i, _, _)| *i as usize == index)
+            .map(|&(_, start, end)| &self.values[start as usize..end as usize]);
+        self.header(index).into_iter().chain(repeats)
+    }
+
     /// Empties everything, keeping the allocations.
     pub fn clear(&mut self) {
         self.body.clear();
         self.coding = ContentCoding::Identity;
         self.values.clear();
         self.spans.clear();
+        self.repeats.clear();
     }
 
     /// Bytes of buffer this holds on to (to decide whether keeping it for reuse is worth it).
@@ -76,7 +89,8 @@ impl Captured {
 /// What to capture in an exchange, and where.
 #[derive(Debug)]
 pub struct Capture<'a> {
-    /// Response headers to capture, by name (case-insensitive).
+    /// Response headers to capture, by name (case-insensitive); `*` captures every header
+    /// as a `Name: value` line (for `--http-debug`).
     pub headers: &'a [String],
     /// Whether to keep the body.
     pub body: bool,
@@ -95,11 +109,25 @@ impl Capture<'_> {
         if (self.body || self.encoded_body) && name.eq_ignore_ascii_case("content-encoding") {
             self.into.coding = ContentCoding::parse(value);
         }
-        for (wanted, span) in self.headers.iter().zip(self.into.spans.iter_mut()) {
-            if span.is_none() && wanted.eq_ignore_ascii_case(name) {
-                let start = self.into.values.len();
+        for (index, (wanted, span)) in self
+            .headers
+            .iter()
+            .zip(self.into.spans.iter_mut())
+            .enumerate()
+        {
+            let every = wanted == "*";
+            if every || wanted.eq_ignore_ascii_case(name) {
+                let start = self.into.values.len() as u32;
+                if every {
+                    self.into.values.extend_from_slice(name.as_bytes());
+                    self.into.values.extend_from_slice(b": ");
+                }
                 self.into.values.extend_from_slice(value);
-                *span = Some((start as u32, self.into.values.len() as u32));
+                let end = self.into.values.len() as u32;
+                match span {
+                    None => *span = Some((start, end)),
+                    Some(_) => self.into.repeats.push((index as u32, start, end)),
+                }
             }
         }
     }
@@ -130,6 +158,24 @@ mod tests {
         capture.header("x-id", b"second");
         capture.header("Content-Encoding", b" GZIP ");
         assert_eq!(captured.header(0), Some(&b"abc"[..]));
+        let all: Vec<&[u8]> = captured.header_values(0).collect();
+        assert_eq!(all, [&b"abc"[..], &b"second"[..]]);
+        let every = vec!["*".to_string()];
+        let mut lines = Captured::default();
+        let mut capture = Capture {
+            headers: &every,
+            body: false,
+            encoded_body: false,
+            into: &mut lines,
+        };
+        capture.start();
+        capture.header("X-Id", b"1");
+        capture.header("Server", b"s");
+        let all: Vec<&[u8]> = lines.header_values(0).collect();
+        assert_eq!(all, [&b"X-Id: 1"[..], &b"Server: s"[..]]);
+        let all: Vec<&[u8]> = captured.header_values(0).collect();
+        assert_eq!(all, [&b"abc"[..], &b"second"[..]]);
+        assert_eq!(captured.header_values(1).count(), 0);
         assert_eq!(captured.header(1), None);
         assert_eq!(captured.header(2), None);
         assert_eq!(captured.coding(), ContentCoding::Gzip);

@@ -8,6 +8,7 @@ use crate::connection::{Connection, Exchange};
 use crate::h2::{H2Connection, H2Settings};
 use crate::stream::{connect_from, Stream};
 use crate::tls::TlsClient;
+use crate::tunnel::{open_tunnel, Tunnel};
 use barrage_metrics::ErrorKind;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -83,18 +84,24 @@ pub struct Connector {
     pub tls: Option<TlsClient>,
     pub version: Version,
     pub h2: H2Settings,
+    /// Through an HTTP proxy to an `https://` target: the tunnel to ask it for.
+    pub tunnel: Option<Tunnel>,
 }
 
 impl Connector {
-    /// Connects to the first of `addrs` that accepts (from `local` when given), then runs
-    /// TLS and the HTTP/2 handshake as configured.
+    /// Connects to the first of `addrs` that accepts (from `local` when given), asks a proxy
+    /// there for a tunnel when one is configured, then runs TLS and the HTTP/2 handshake as
+    /// configured.
     pub async fn open(
         &self,
         addrs: &[SocketAddr],
         local: Option<IpAddr>,
     ) -> Result<Opened, ErrorKind> {
         let started = Instant::now();
-        let tcp = connect_from(addrs, local).await?;
+        let mut tcp = connect_from(addrs, local).await?;
+        if let Some(tunnel) = &self.tunnel {
+            open_tunnel(&mut tcp, tunnel).await?;
+        }
         let connect = started.elapsed();
         let (stream, tls) = match &self.tls {
             None => (Stream::Plain(tcp), None),

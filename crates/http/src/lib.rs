@@ -22,6 +22,7 @@ mod request;
 mod resolve;
 mod stream;
 mod tls;
+mod tunnel;
 
 pub use buffers::ReadBuffers;
 pub use capture::{Capture, Captured, ContentCoding};
@@ -39,3 +40,4 @@ pub use request::{
 pub use resolve::resolve;
 pub use stream::{connect_from, Stream};
 pub use tls::{classify_tls_error, client_config, Alpn, TlsClient, TlsConfigError, TlsSettings};
+pub use tunnel::Tunnel;

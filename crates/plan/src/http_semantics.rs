@@ -53,6 +53,44 @@ impl Credentials {
     }
 }
 
+/// An HTTP proxy every request goes through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proxy {
+    /// The proxy's address (`http://` only).
+    pub target: crate::Target,
+    /// From `user:pass@` in the proxy URL: sent as `Proxy-Authorization: Basic`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<Credentials>,
+}
+
+impl Proxy {
+    /// Parses `http://[user:pass@]host:port`, or hey's `host:port`.
+    pub fn parse(text: &str) -> Result<Proxy, String> {
+        let url = if text.contains("://") {
+            text.to_string()
+        } else {
+            format!("http://{text}")
+        };
+        let target = crate::Target::parse(&url).map_err(|e| e.to_string())?;
+        if target.scheme != crate::Scheme::Http {
+            return Err(format!(
+                "`{text}`: only http:// proxies are supported (https:// targets go through them with CONNECT)"
+            ));
+        }
+        Ok(Proxy {
+            target,
+            credentials: Credentials::from_url(&url),
+        })
+    }
+
+    /// The `Proxy-Authorization` value, when the proxy URL has credentials.
+    pub fn authorization(&self) -> Option<String> {
+        self.credentials
+            .as_ref()
+            .map(Credentials::basic_header_value)
+    }
+}
+
 /// What `--http-debug` prints of each of the first exchanges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -93,6 +131,20 @@ mod tests {
             "Basic dTpw"
         );
         assert_eq!(Credentials::parse_pair("nocolon"), None);
+    }
+
+    #[test]
+    fn proxies_parse_with_or_without_a_scheme() {
+        let p = Proxy::parse("127.0.0.1:3128").unwrap();
+        assert_eq!((p.target.host.as_str(), p.target.port), ("127.0.0.1", 3128));
+        assert_eq!(p.authorization(), None);
+        let p = Proxy::parse("http://u:pw@[::1]:8080").unwrap();
+        assert_eq!(p.target.host, "::1");
+        assert_eq!(p.authorization().as_deref(), Some("Basic dTpwdw=="));
+        assert!(Proxy::parse("https://p:1")
+            .unwrap_err()
+            .contains("only http://"));
+        assert!(Proxy::parse("not a proxy").is_err());
     }
 
     #[test]

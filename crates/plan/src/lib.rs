@@ -15,7 +15,7 @@ mod vus;
 mod workload;
 
 pub use duration::{parse_duration, DurationError};
-pub use http_semantics::{Credentials, HttpDebug, DEFAULT_MAX_REDIRECTS};
+pub use http_semantics::{Credentials, HttpDebug, Proxy, DEFAULT_MAX_REDIRECTS};
 pub use protocol::{
     parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion, TlsOptions,
     TlsVersion,
@@ -117,7 +117,7 @@ pub struct TestOptions {
     /// targets, a `CONNECT` tunnel for `https://`. Credentials in it become
     /// `Proxy-Authorization`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub proxy: Option<Target>,
+    pub proxy: Option<Proxy>,
     /// Print the first requests and responses to stderr (headers; bodies too with `full`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_debug: Option<HttpDebug>,

@@ -463,3 +463,213 @@ fn the_same_command_line_sends_what_hey_sends() {
         );
     }
 }
+
+#[test]
+fn http_debug_prints_the_first_exchanges_without_credentials() {
+    let target = Target::start();
+    // /json does not echo the request back (whose Authorization would then be in the body).
+    let url = target.url("/json");
+    let args = [
+        "quick", "-n", "30", "-c", "1", "-m", "POST", "-d", "the-body", "-a", "u:pw",
+    ];
+    for (flag, shows_body) in [("-http-debug", false), ("--http-debug=full", true)] {
+        let mut argv = args.to_vec();
+        argv.extend([flag, url.as_str()]);
+        let out = barrage(&argv, LIMIT);
+        out.expect_success();
+        let err = &out.stderr;
+        // The run's first 20 exchanges, each with its request and its response.
+        assert_eq!(
+            err.matches("Request:\nPOST /json HTTP/1.1\n").count(),
+            20,
+            "{err}"
+        );
+        assert_eq!(
+            err.matches("\nResponse:\nHTTP/1.1 200\n").count(),
+            20,
+            "{err}"
+        );
+        assert!(err.contains("Authorization: [redacted]"), "{err}");
+        assert!(!err.contains("dTpwdw"), "credentials never print: {err}");
+        assert_eq!(err.contains("the-body"), shows_body, "{flag}: {err}");
+        // With =full the response body shows, decoded.
+        assert_eq!(
+            err.contains("Sample Slide Show"),
+            shows_body,
+            "{flag}: {err}"
+        );
+    }
+    let line = one_line_error(&["--http-debug=loud".into(), url]);
+    assert!(line.contains("--http-debug"), "{line}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Proxies
+// ---------------------------------------------------------------------------------------
+
+/// A forwarding HTTP proxy on a free loopback port: CONNECT opens a tunnel, any other request
+/// (absolute form) is forwarded to the host it names. Records each connection's first request
+/// line and its `Proxy-Authorization`.
+/// Each proxied connection's first request line and `Proxy-Authorization`.
+type ProxyLog = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
+fn test_proxy() -> (SocketAddr, ProxyLog) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { return };
+            let log = log.clone();
+            std::thread::spawn(move || proxy_connection(client, &log));
+        }
+    });
+    (addr, seen)
+}
+
+fn proxy_connection(client: std::net::TcpStream, log: &Mutex<Vec<(String, Option<String>)>>) {
+    let mut reader = BufReader::new(client.try_clone().unwrap());
+    let mut head = String::new();
+    let mut auth = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        if let Some(value) = line
+            .to_ascii_lowercase()
+            .strip_prefix("proxy-authorization:")
+        {
+            auth = Some(value.trim().to_string());
+        }
+        let end = line == "\r\n";
+        head.push_str(&line);
+        if end {
+            break;
+        }
+    }
+    let request_line = head.lines().next().unwrap_or("").to_string();
+    log.lock().unwrap().push((request_line.clone(), auth));
+    let mut parts = request_line.split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let authority = if method == "CONNECT" {
+        target.to_string()
+    } else {
+        let rest = target.strip_prefix("http://").unwrap_or(target);
+        rest.split('/').next().unwrap_or("").to_string()
+    };
+    let Ok(mut upstream) = std::net::TcpStream::connect(&authority) else {
+        return;
+    };
+    let mut client = client;
+    if method == "CONNECT" {
+        client
+            .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+            .unwrap();
+    } else {
+        upstream.write_all(head.as_bytes()).unwrap();
+    }
+    // Whatever the reader buffered past the head goes up first, then bytes flow both ways.
+    let buffered = reader.buffer().to_vec();
+    upstream.write_all(&buffered).unwrap();
+    let mut down = upstream.try_clone().unwrap();
+    let mut client_writer = client.try_clone().unwrap();
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut down, &mut client_writer);
+    });
+    let _ = std::io::copy(&mut reader.into_inner(), &mut upstream);
+}
+
+#[test]
+fn x_sends_requests_through_an_http_proxy_and_https_through_connect() {
+    let target = Target::start_with(&["--threads", "1", "--tls"]);
+    let cert = target
+        .cert_path
+        .clone()
+        .expect("the TLS target's certificate");
+    let plain = Target::start();
+    let (proxy, seen) = test_proxy();
+    let proxy_url = format!("http://u:pw@{proxy}");
+    // Plain HTTP: absolute-form requests to the proxy, credentials in Proxy-Authorization.
+    let url = plain.url("/get");
+    let s = quick_json(&["-n", "4", "-c", "1", "-x", &proxy_url, &url], LIMIT);
+    assert_eq!(s["status_codes"], serde_json::json!({"200": 4}), "{s:#}");
+    let first = seen.lock().unwrap().remove(0);
+    assert_eq!(first.0, format!("GET {url} HTTP/1.1"));
+    assert_eq!(
+        first.1.as_deref(),
+        Some("basic dtpwdw=="),
+        "lower-cased by the recorder"
+    );
+    // Redirect hops stay in absolute form.
+    seen.lock().unwrap().clear();
+    let s = quick_json(
+        &[
+            "-n",
+            "1",
+            "-c",
+            "1",
+            "-disable-keepalive",
+            "-x",
+            &proxy_url,
+            &plain.url("/redirect/1"),
+        ],
+        LIMIT,
+    );
+    assert_eq!(
+        s["status_codes"],
+        serde_json::json!({"200": 1, "302": 1}),
+        "{s:#}"
+    );
+    let lines: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(l, _)| l.clone())
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            format!("GET {} HTTP/1.1", plain.url("/redirect/1")),
+            format!("GET {} HTTP/1.1", plain.url("/get"))
+        ]
+    );
+    // HTTPS: a CONNECT tunnel to the target, TLS inside it (hey's -x host:port form).
+    seen.lock().unwrap().clear();
+    let url = target.https_url("/get");
+    let s = quick_json(
+        &[
+            "-n",
+            "4",
+            "-c",
+            "2",
+            "-x",
+            &proxy.to_string(),
+            "--cacert",
+            &cert,
+            &url,
+        ],
+        LIMIT,
+    );
+    assert_eq!(s["status_codes"], serde_json::json!({"200": 4}), "{s:#}");
+    let seen = seen.lock().unwrap().clone();
+    assert!(!seen.is_empty());
+    for (line, auth) in &seen {
+        assert_eq!(
+            line,
+            &format!("CONNECT {} HTTP/1.1", target.addr),
+            "{seen:?}"
+        );
+        assert_eq!(auth, &None);
+    }
+    // A proxy that is not there: counted connection errors, not a crash.
+    let closed = format!("127.0.0.1:{}", closed_port());
+    let s = quick_json(
+        &["-n", "2", "-c", "1", "-x", &closed, &plain.url("/get")],
+        LIMIT,
+    );
+    assert_eq!(u(&s, "errors"), 2, "{s:#}");
+    let line = one_line_error(&["-x".into(), "https://p:1".into(), url]);
+    assert!(line.contains("-x:"), "{line}");
+}

@@ -26,6 +26,10 @@ pub(crate) struct RequestContext<'a> {
     pub headers: &'a [Header],
     /// Redirects a request follows unless it sets its own limit.
     pub max_redirects: u32,
+    /// Clients keep cookie jars (responses' `Set-Cookie` are captured).
+    pub cookies: bool,
+    /// Written before every path (`http://host:port` through a proxy: absolute form).
+    pub target_prefix: Option<&'a str>,
 }
 
 #[derive(Debug)]
@@ -55,6 +59,8 @@ pub(crate) struct CompiledRequest {
     pub max_redirects: u32,
     /// Where `Location` is among the captured headers, when redirects are followed.
     pub location_header: Option<usize>,
+    /// Where `Set-Cookie` is among the captured headers, when clients keep cookie jars.
+    pub cookie_header: Option<usize>,
     wire: Wire,
     /// Whether barrage adds `X-Request-Id` (the plan did not set one).
     request_id: bool,
@@ -247,6 +253,10 @@ impl CompiledRequest {
             extraction.headers.push("location".into());
             extraction.headers.len() - 1
         });
+        let cookie_header = cx.cookies.then(|| {
+            extraction.headers.push("set-cookie".into());
+            extraction.headers.len() - 1
+        });
         if !is_clean_path(&request.path) {
             return Err(RequestError::BadPath(request.path.clone()).into());
         }
@@ -260,6 +270,9 @@ impl CompiledRequest {
         let mut head = Template::default();
         head.literal(method.as_bytes());
         head.literal(b" ");
+        if let Some(prefix) = cx.target_prefix {
+            head.literal(prefix.as_bytes());
+        }
         path_template(&request.path, &request.params, scope, &mut head)?;
         head.literal(b" HTTP/1.1\r\n");
         for (name, value) in default_headers(cx.authority, cx.keep_alive, cx.accept_gzip) {
@@ -355,6 +368,7 @@ impl CompiledRequest {
             extraction,
             max_redirects,
             location_header,
+            cookie_header,
             wire,
             request_id,
         })

@@ -12,6 +12,8 @@ fn cx(headers: &[Header]) -> RequestContext<'_> {
         accept_gzip: false,
         headers,
         max_redirects: 0,
+        cookies: false,
+        target_prefix: None,
     }
 }
 

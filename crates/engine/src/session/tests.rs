@@ -33,6 +33,8 @@ fn compile(steps: Vec<Step>) -> Result<CompiledSession, SessionProblem> {
         accept_gzip: true,
         headers: &[],
         max_redirects: 0,
+        cookies: false,
+        target_prefix: None,
     };
     let session = Session {
         name: "s".into(),

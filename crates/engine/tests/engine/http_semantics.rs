@@ -100,3 +100,54 @@ fn plan_credentials_authenticate_every_request() {
     assert_eq!(metrics.tags[0].status.get(200), 2);
     target.shutdown();
 }
+
+/// GET `path`, extracting cookie `name` from the `/cookies` JSON into `var`.
+fn cookie_of(var: &str, name: &str, path: &str, tag: usize) -> RequestStep {
+    let mut request = get(path, tag);
+    request.extraction.push(Extraction {
+        var: var.into(),
+        extractor: Extractor::Regexp {
+            pattern: format!(r#""{name}":"(\w+)""#),
+        },
+    });
+    request
+}
+
+#[test]
+fn a_cookie_jar_keeps_set_cookies_for_the_client_and_starts_empty_each_iteration() {
+    let target = target();
+    let steps = vec![
+        // No cookie yet at the start of every iteration: the extraction finds nothing.
+        Step::Request(cookie_of("before", "a", "/cookies", 0)),
+        // Set-Cookie on a 302, followed to /cookies, which shows what the jar sent.
+        Step::Request(cookie_of("set", "a", "/cookies/set?a=v1", 1)),
+        check("sent after set", var("set"), "==", Value::text("v1"), false),
+        // A request that extracts nothing and follows nothing still fills the jar.
+        Step::Request(RequestStep {
+            max_redirects: Some(0),
+            ..get("/cookies/set?b=v2", 2)
+        }),
+        Step::Request(cookie_of("later", "b", "/cookies", 3)),
+        check("kept", var("later"), "==", Value::text("v2"), false),
+    ];
+    let options = TestOptions {
+        max_redirects: 10,
+        cookies: true,
+        ..TestOptions::default()
+    };
+    let metrics = run_plan(&plan_of(target.addr(), steps.clone(), options.clone()));
+    assert_eq!(
+        metrics.tags[0].extraction_failures, 2,
+        "fresh jar per iteration"
+    );
+    assert_eq!(check_counts(&metrics, "sent after set"), (2, 0));
+    assert_eq!(check_counts(&metrics, "kept"), (2, 0));
+    // Without a jar nothing is sent back.
+    let options = TestOptions {
+        cookies: false,
+        ..options
+    };
+    let metrics = run_plan(&plan_of(target.addr(), steps, options));
+    assert_eq!(check_counts(&metrics, "kept"), (0, 2));
+    target.shutdown();
+}
