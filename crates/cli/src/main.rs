@@ -1,6 +1,7 @@
 //! The `barrage` binary: parses the command line and wires script/plan, engine, and reports.
 
 mod compare_cmd;
+mod dashboard_frame;
 mod fd_limit;
 mod hey_flags;
 mod history;
@@ -8,6 +9,7 @@ mod k8s;
 mod live;
 mod outputs;
 mod overrides;
+mod progress;
 mod protocol_flags;
 mod quick;
 mod record;
@@ -39,6 +41,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a test definition (JavaScript DSL, or a plan as .json)

@@ -5,15 +5,15 @@
 
 use crate::live::Live;
 use crate::outputs::{OutputArgs, OutputFiles, Streams};
+use crate::progress::Progress;
 use crate::record::RecordArgs;
 use crate::usage::{exit, usage};
 use anyhow::Context;
-use barrage_engine::{LiveSnapshot, RunControl};
+use barrage_engine::RunControl;
 use barrage_metrics::ErrorKind;
 use barrage_plan::{redact_url, Aggregation, Plan, Redaction};
 use barrage_report::{Summary, DEFAULT_TREND_STATS};
 use barrage_results::{unix_ns, Machine, PlannedArrivalsBits, ResultsFile, RunMeta};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -171,9 +171,32 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         samples: options.streams.samples.clone(),
         ..RunControl::default()
     };
+    let show_progress = options.show_progress;
+    let exports = (!options.streams.exports.is_empty())
+        .then(|| {
+            barrage_stream::LiveExports::start(
+                options.streams.exports,
+                &plan.tags,
+                plan.options.segment.map(|segment| segment.to_string()),
+            )
+        })
+        .transpose()
+        .context("starting the live metric exports")?;
+    if let Some(exports) = &exports {
+        for line in exports.describe() {
+            eprintln!("streaming {line}");
+        }
+    }
+    let live_period = exports
+        .as_ref()
+        .and_then(|e| e.period())
+        .map_or(LIVE_PERIOD, |p| p.min(LIVE_PERIOD));
     let mut live = Live {
         plan,
         ndjson: options.streams.ndjson,
+        exports,
+        dashboard: options.streams.dashboard,
+        status: show_progress.then(Default::default),
         next_second: 0,
         aborted: None,
     };
@@ -194,7 +217,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
                 result
             })?
     };
-    let progress = show_progress.then(|| Progress::new(plan.workload.duration()));
+    let progress = show_progress.then(|| Progress::new(plan));
     let mut active = ActiveSamples::new();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -203,16 +226,16 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
     runtime.block_on(async {
         let mut done = done_rx;
         let mut ticker = tokio::time::interval(PROGRESS_TICK);
-        let mut live_ticker = tokio::time::interval(LIVE_PERIOD);
+        let mut live_ticker = tokio::time::interval(live_period);
         let mut signals = StopSignals::listen()?;
         loop {
             tokio::select! {
                 _ = &mut done => break,
                 _ = ticker.tick() => {
-                    let live = control.live.snapshot();
-                    active.sample(live.active_clients);
+                    let snapshot = control.live.snapshot();
+                    active.sample(snapshot.active_clients);
                     if let Some(p) = &progress {
-                        p.update(live);
+                        p.update(snapshot, live.status.as_ref());
                     }
                 }
                 _ = live_ticker.tick(), if live.wanted() => live.tick(&control)?,
@@ -245,12 +268,14 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         .map_err(|_| anyhow::anyhow!("the engine thread panicked"))??;
     let seconds = outcome.metrics.series().seconds.len();
     live.stream(&outcome.metrics, seconds)?;
+    live.finish_exports(&outcome.metrics);
     if let Some(sink) = &options.streams.samples {
         sink.finish().context("writing the --out samples log")?;
     }
     let active_clients = active.per_second;
     let started_at_unix_ns = unix_ns(outcome.started_at);
     let elapsed_ns = outcome.elapsed.as_nanos() as u64;
+    let outcome_elapsed = outcome.elapsed;
     let planned = |expected: f64, seconds: f64| PlannedArrivalsBits {
         expected_f64_bits: expected.to_bits(),
         seconds_f64_bits: seconds.to_bits(),
@@ -305,6 +330,10 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
     let summary = barrage_report::summary_of(&results, &options.trend_stats);
     results.thresholds =
         barrage_report::thresholds_section(live.aborted.as_deref(), &summary.k6.thresholds);
+    if let Some(dashboard) = live.dashboard.take() {
+        let last = crate::dashboard_frame::frame(plan, &results.metrics, outcome_elapsed, 0, true);
+        dashboard.finish(last, barrage_report::render_html(&results, &summary));
+    }
     Ok(Finished {
         summary,
         results,
@@ -378,56 +407,5 @@ impl ActiveSamples {
             self.per_second.resize(second + 1, 0);
         }
         self.per_second[second] = self.per_second[second].max(active);
-    }
-}
-
-/// The live progress line: elapsed (of planned), requests, current rate, errors, clients.
-struct Progress {
-    bar: ProgressBar,
-    planned: Option<Duration>,
-    started: Instant,
-    last: std::cell::Cell<(Instant, u64)>,
-}
-
-impl Progress {
-    fn new(planned: Option<Duration>) -> Self {
-        let bar = ProgressBar::new_spinner();
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        let now = Instant::now();
-        Self {
-            bar,
-            planned,
-            started: now,
-            last: std::cell::Cell::new((now, 0)),
-        }
-    }
-
-    fn update(&self, live: LiveSnapshot) {
-        let now = Instant::now();
-        let (last_at, last_count) = self.last.get();
-        let done = live.responses + live.errors;
-        let window = now.duration_since(last_at).as_secs_f64();
-        let rate = if window > 0.0 {
-            (done - last_count.min(done)) as f64 / window
-        } else {
-            0.0
-        };
-        self.last.set((now, done));
-        let elapsed = now.duration_since(self.started).as_secs_f64();
-        let of = self
-            .planned
-            .map_or(String::new(), |p| format!("/{:.0}s", p.as_secs_f64()));
-        self.bar.set_message(format!(
-            "{elapsed:.1}s{of}  requests {done}  rate {rate:.0}/s  errors {}  clients {}",
-            live.errors, live.active_clients
-        ));
-        self.bar.tick();
-    }
-
-    fn finish(self) {
-        self.bar.finish_and_clear();
     }
 }

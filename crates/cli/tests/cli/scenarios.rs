@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Writes the heartbeat scenario (and its CSV) aimed at `target`, returns the script path.
-fn heartbeat_script(target: &Target, rate: u32, seconds: u32) -> PathBuf {
+pub(crate) fn heartbeat_script(target: &Target, rate: u32, seconds: u32) -> PathBuf {
     let csv = scratch_file(
         "channels.csv",
         b"id,name\n1,news\n2,sports\n3,movies\n4,kids\n",
