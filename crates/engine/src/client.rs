@@ -36,6 +36,8 @@ pub(crate) struct Client {
     /// `shared` model: the pool slot of its last request, asked for again (see
     /// `SharedPool::checkout`).
     pub(crate) pool_slot: Option<usize>,
+    /// Scripted VUs: the origin its connection goes to.
+    pub(crate) script_origin: Option<crate::scripted_client::ScriptOrigin>,
 }
 
 /// How a session ended.
@@ -87,6 +89,7 @@ impl Client {
             since_yield: 0,
             expected_interval: None,
             pool_slot: None,
+            script_origin: None,
         }
     }
 

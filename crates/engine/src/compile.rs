@@ -52,6 +52,10 @@ pub(crate) struct CompiledPlan {
     pub custom: Vec<(String, CustomKind)>,
     /// The target's origin, that redirects resolve against.
     pub origin: Option<Origin>,
+    /// The plan's target (scripted requests to it use the run's resolved addresses).
+    pub target: barrage_plan::Target,
+    /// Whether requests ask for compressed responses.
+    pub accept_gzip: bool,
 }
 
 /// Why a plan cannot be compiled for execution.
@@ -120,6 +124,8 @@ impl CompiledPlan {
                 .map(|d| (d.name.clone(), custom_kind(d.kind)))
                 .collect(),
             origin: Origin::new(&plan.target),
+            target: plan.target.clone(),
+            accept_gzip: plan.options.compression,
         })
     }
 

@@ -14,11 +14,11 @@ use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord};
 use std::time::{Duration, Instant};
 
 /// A completed exchange and the timings around it that the connection cannot know.
-struct Attempt {
-    exchange: Exchange,
-    connect: Option<Duration>,
-    tls: Option<Duration>,
-    write_started: Instant,
+pub(crate) struct Attempt {
+    pub exchange: Exchange,
+    pub connect: Option<Duration>,
+    pub tls: Option<Duration>,
+    pub write_started: Instant,
 }
 
 /// What one hop of a request ended with.
@@ -108,7 +108,7 @@ impl Client {
                         &mut self.connection,
                         worker,
                         bytes,
-                        request,
+                        request.wanted(),
                         captured.as_deref_mut(),
                     )
                     .await
@@ -120,7 +120,7 @@ impl Client {
                         &mut lease.connection,
                         worker,
                         bytes,
-                        request,
+                        request.wanted(),
                         captured.as_deref_mut(),
                     )
                     .await;
@@ -227,11 +227,33 @@ fn decoded_size(worker: &Worker, captured: Option<&Captured>, exchange: &Exchang
     }
 }
 
-async fn attempt(
+/// What an exchange wants of the response, and where it connects.
+pub(crate) struct Wanted<'a> {
+    pub expects_body: bool,
+    /// Headers to capture (by name) and whether to keep the body.
+    pub headers: &'a [String],
+    pub body: bool,
+    /// Addresses to connect to instead of the plan target's (a scripted request to another
+    /// host).
+    pub addrs: Option<&'a [std::net::SocketAddr]>,
+}
+
+impl CompiledRequest {
+    fn wanted(&self) -> Wanted<'_> {
+        Wanted {
+            expects_body: self.expects_body,
+            headers: &self.extraction.headers,
+            body: self.extraction.body,
+            addrs: None,
+        }
+    }
+}
+
+pub(crate) async fn attempt(
     connection: &mut Option<AnyConnection>,
     worker: &Worker,
     bytes: &[u8],
-    request: &CompiledRequest,
+    wanted: Wanted<'_>,
     mut captured: Option<&mut Captured>,
 ) -> Result<Attempt, ErrorKind> {
     let mut connect_time = None;
@@ -242,15 +264,16 @@ async fn attempt(
         if !reused {
             let settings = &worker.run.connection;
             let local = worker.connections.next_local(settings);
-            let opened = match settings.dns_ttl {
-                None => {
+            let opened = match (wanted.addrs, settings.dns_ttl) {
+                (Some(addrs), _) => Box::pin(settings.connector.open(addrs, local)).await?,
+                (None, None) => {
                     let addrs = worker.run.addrs.as_ref().as_ref().map_err(|kind| *kind)?;
                     // Boxed: connecting (TCP, TLS, HTTP/2 handshakes) happens once per
                     // connection, and inline its large state would sit in every client's
                     // future, also while the client waits in a think time.
                     Box::pin(settings.connector.open(addrs, local)).await?
                 }
-                Some(ttl) => {
+                (None, Some(ttl)) => {
                     let addrs = Box::pin(worker.connections.resolve_with_ttl(
                         ttl,
                         &settings.host,
@@ -272,8 +295,8 @@ async fn attempt(
         }
         let open = connection.as_mut().expect("connected above");
         let mut capture = captured.as_deref_mut().map(|into| Capture {
-            headers: &request.extraction.headers,
-            body: request.extraction.body,
+            headers: wanted.headers,
+            body: wanted.body,
             encoded_body: worker.run.connection.decode_responses,
             into,
         });
@@ -282,7 +305,7 @@ async fn attempt(
             .exchange(
                 &worker.read_buffers,
                 bytes,
-                request.expects_body,
+                wanted.expects_body,
                 capture.as_mut(),
             )
             .await

@@ -22,6 +22,7 @@ mod jsval;
 mod metrics;
 mod protocol;
 mod request;
+pub mod runtime;
 mod steps;
 mod value;
 mod workload;
