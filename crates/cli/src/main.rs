@@ -3,6 +3,7 @@
 mod compare_cmd;
 mod hey_flags;
 mod history;
+mod k6_front;
 mod live;
 mod outputs;
 mod overrides;
@@ -34,6 +35,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a test definition (JavaScript DSL, or a plan as .json)
@@ -152,6 +155,8 @@ struct RunArgs {
     outputs: OutputArgs,
     #[command(flatten)]
     record: record::RecordArgs,
+    #[command(flatten)]
+    k6: k6_front::K6Args,
 }
 
 #[derive(Debug, clap::Args)]
@@ -276,7 +281,14 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 
 fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
     let trend_stats = args.outputs.trend_stats()?;
-    let plan = scenario::prepare(&args.file, &args.overrides.resolve()?)?;
+    let (plan, scripted) = match k6_front::load(&args.file, &args.k6, &args.overrides.resolve()?)? {
+        Ok(Some(test)) => test,
+        Ok(None) => (
+            scenario::prepare(&args.file, &args.overrides.resolve()?)?,
+            None,
+        ),
+        Err(code) => return Ok(code),
+    };
     let streams = args.outputs.streams(&plan.tags)?;
     let files = args.outputs.final_files()?;
     let context = runner::RunContext {
@@ -290,6 +302,7 @@ fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
             show_progress: runner::progress_wanted(),
             streams,
             trend_stats,
+            scripted,
         },
         &context,
     )?;
@@ -315,6 +328,7 @@ fn quick_command(args: &QuickArgs) -> anyhow::Result<i32> {
             show_progress: runner::progress_wanted() && format == OutputFormat::Text,
             streams,
             trend_stats,
+            scripted: None,
         },
         &runner::RunContext {
             command: "quick",

@@ -75,6 +75,8 @@ pub struct RunOptions {
     pub show_progress: bool,
     pub streams: Streams,
     pub trend_stats: Vec<Aggregation>,
+    /// k6 scripts: the VUs that run instead of the plan's sessions.
+    pub scripted: Option<barrage_engine::SharedVuFactory>,
 }
 
 impl RunOptions {
@@ -84,6 +86,7 @@ impl RunOptions {
             show_progress,
             streams: Streams::default(),
             trend_stats: DEFAULT_TREND_STATS.to_vec(),
+            scripted: None,
         }
     }
 }
@@ -101,6 +104,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
     barrage_engine::connector(plan).map_err(|e| usage(format!("TLS: {e}")))?;
     let control = RunControl {
         samples: options.streams.samples.clone(),
+        scripted: options.scripted.clone(),
         ..RunControl::default()
     };
     let mut live = Live {

@@ -183,6 +183,15 @@ impl Client {
                         .saturating_duration_since(exchange.first_byte_at),
                 };
                 let latency = exchange.done_at.saturating_duration_since(intended);
+                // k6 hands scripts the decoded body (an undecodable one as it came).
+                let body = {
+                    let mut scratch = worker.scratch.borrow_mut();
+                    scratch
+                        .decode
+                        .decode(&captured)
+                        .unwrap_or(captured.body())
+                        .to_vec()
+                };
                 let record = ResponseRecord {
                     tag: SCRIPT_TAG,
                     second: worker.second_of(exchange.done_at),
@@ -193,7 +202,7 @@ impl Client {
                     bytes_sent: exchange.bytes_sent,
                     bytes_received: exchange.bytes_received,
                     body_bytes: exchange.body_bytes,
-                    decoded_body_bytes: exchange.body_bytes,
+                    decoded_body_bytes: body.len() as u64,
                 };
                 worker.record_response(&record, None);
                 let response = ScriptResponse {
@@ -209,7 +218,7 @@ impl Client {
                             ))
                         })
                         .collect(),
-                    body: captured.body().to_vec(),
+                    body,
                     timings: ScriptTimings {
                         connecting: phases.connect.unwrap_or_default(),
                         tls_handshaking: phases.tls.unwrap_or_default(),
@@ -296,10 +305,10 @@ fn write_request(worker: &Worker, request: &ScriptRequest, url: &Split<'_>, out:
     for (name, value) in &request.headers {
         let _ = write!(out, "{name}: {value}\r\n");
     }
-    if !request.body.is_empty() || barrage_http::method_sends_length(&request.method) {
-        if !has("content-length") {
-            let _ = write!(out, "Content-Length: {}\r\n", request.body.len());
-        }
+    let sends_length =
+        !request.body.is_empty() || barrage_http::method_sends_length(&request.method);
+    if sends_length && !has("content-length") {
+        let _ = write!(out, "Content-Length: {}\r\n", request.body.len());
     }
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(&request.body);

@@ -110,6 +110,10 @@ pub struct TestOptions {
     /// Print the first requests and responses to stderr (headers; bodies too with `full`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_debug: Option<HttpDebug>,
+    /// The iterations are this script's (a k6 script file, run by its VUs), not the
+    /// sessions' steps: the plan's one session is then empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scripted_body: Option<String>,
 }
 
 fn is_zero(value: &u32) -> bool {
@@ -134,6 +138,7 @@ impl Default for TestOptions {
             basic_auth: None,
             proxy: None,
             http_debug: None,
+            scripted_body: None,
         }
     }
 }
@@ -222,7 +227,7 @@ impl Plan {
             return Err(PlanError::NoSessions);
         }
         for session in &self.sessions {
-            if session.steps.is_empty() {
+            if session.steps.is_empty() && self.options.scripted_body.is_none() {
                 return Err(PlanError::EmptySession(session.name.clone()));
             }
             let mut problem = None;
