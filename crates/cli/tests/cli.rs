@@ -7,6 +7,8 @@ mod closed;
 mod hey;
 #[path = "cli/history_compare.rs"]
 mod history_compare;
+#[path = "cli/k6.rs"]
+mod k6;
 #[path = "cli/protocols.rs"]
 mod protocols;
 #[path = "cli/report_html.rs"]
