@@ -138,3 +138,71 @@ mod tests {
         assert_eq!(first_url("no url"), None);
     }
 }
+
+#[cfg(test)]
+mod plan_tests {
+    use super::*;
+    use barrage_plan::Workload;
+
+    fn plan(options: &str) -> Result<Plan, K6Error> {
+        let source = format!(
+            "import http from 'k6/http';\nimport {{ Trend }} from 'k6/metrics';\nconst t = new Trend('took', true);\nexport const options = {options};\nexport default function () {{ http.get('http://127.0.0.1:9/x'); }}\n"
+        );
+        load_source(&source, "dir/s.js", &[]).map(|t| t.plan)
+    }
+
+    #[test]
+    fn options_compile_into_the_plan() {
+        let p = plan("{ stages: [{duration: '30s', target: 10}, {duration: 5000, target: 0}], thresholds: { http_req_duration: ['p(95)<200', {threshold: 'avg<100', abortOnFail: true}], took: ['max<1000'] } }").unwrap();
+        let json = serde_json::to_value(&p).unwrap();
+        assert_eq!(p.name, "s");
+        assert_eq!(p.target.to_string(), "http://127.0.0.1:9");
+        assert_eq!(p.options.scripted_body.as_deref(), Some("dir/s.js"));
+        assert_eq!(json["workload"]["model"], "ramping_vus");
+        assert_eq!(json["workload"]["start_vus"], 1);
+        assert_eq!(json["workload"]["stages"][1]["target"], 0);
+        assert_eq!(p.metrics.custom[0].name, "took");
+        assert_eq!(p.metrics.thresholds.len(), 2);
+        let rules = &p.metrics.thresholds[0].rules;
+        assert_eq!((rules.len(), rules[1].abort_on_fail), (2, true));
+        assert!(matches!(p.workload, Workload::RampingVus(_)));
+        assert!(matches!(
+            plan("{ vus: 3, duration: '2s' }").unwrap().workload,
+            Workload::ConstantVus(ref c) if c.vus == 3
+        ));
+        assert!(matches!(
+            plan("{ vus: 2, iterations: 9 }").unwrap().workload,
+            Workload::SharedIterations(ref s) if s.iterations == 9 && s.vus == 2
+        ));
+        assert!(matches!(
+            plan("{ scenarios: { a: { executor: 'constant-arrival-rate', rate: 5, duration: '3s', preAllocatedVUs: 2, maxVUs: 4 } } }").unwrap().workload,
+            Workload::ArrivalPool(ref a) if a.max_vus == 4
+        ));
+    }
+
+    #[test]
+    fn bad_options_are_named() {
+        let e = plan("{ vus: 'many', duration: '1s' }").unwrap_err();
+        assert!(
+            e.to_string().contains("`vus` must be a whole number"),
+            "{e}"
+        );
+        let e = plan("{ thresholds: { http_req_duration: ['p95 < 3'] } }").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("dir/s.js: threshold `http_req_duration`"),
+            "{e}"
+        );
+        let e = plan("{ scenarios: { a: { executor: 'nope' } } }").unwrap_err();
+        assert!(e.to_string().contains("unknown executor `nope`"), "{e}");
+        assert_eq!(e.exit_code(), 2);
+        let e = load_source(
+            "export default function () {}\nwhile (true) {}\n",
+            "loop.js",
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("endless loop"), "{e}");
+        assert_eq!(e.exit_code(), 107);
+    }
+}
