@@ -33,6 +33,8 @@ struct Split<'a> {
     authority: &'a str,
     path: &'a str,
     https: bool,
+    /// Whether the URL carries `user:pass@` (sent as basic auth, as k6 does).
+    userinfo: bool,
 }
 
 fn split(url: &str) -> Option<Split<'_>> {
@@ -42,8 +44,8 @@ fn split(url: &str) -> Option<Split<'_>> {
         (true, url.strip_prefix("https://")?)
     };
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..end];
-    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    let with_userinfo = &rest[..end];
+    let authority = with_userinfo.rsplit('@').next().unwrap_or(with_userinfo);
     let path = match &rest[end..] {
         "" => "/",
         p if p.starts_with('?') => p,
@@ -69,6 +71,7 @@ fn split(url: &str) -> Option<Split<'_>> {
         authority,
         path,
         https,
+        userinfo: authority.len() != with_userinfo.len(),
     })
 }
 
@@ -305,6 +308,15 @@ fn write_request(worker: &Worker, request: &ScriptRequest, url: &Split<'_>, out:
     for (name, value) in &request.headers {
         let _ = write!(out, "{name}: {value}\r\n");
     }
+    if url.userinfo && !has("authorization") {
+        if let Some(credentials) = barrage_plan::Credentials::from_url(&request.url) {
+            let _ = write!(
+                out,
+                "Authorization: {}\r\n",
+                credentials.basic_header_value()
+            );
+        }
+    }
     let sends_length =
         !request.body.is_empty() || barrage_http::method_sends_length(&request.method);
     if sends_length && !has("content-length") {
@@ -333,7 +345,11 @@ mod tests {
             )
         );
         let u = split("https://user:pw@example.test").unwrap();
-        assert_eq!((u.host, u.port, u.path), ("example.test", 443, "/"));
+        assert_eq!(
+            (u.host, u.port, u.path, u.userinfo),
+            ("example.test", 443, "/", true)
+        );
+        assert!(!split("http://h.test/a@b").unwrap().userinfo);
         let u = split("http://[::1]:9/x").unwrap();
         assert_eq!((u.host, u.port), ("::1", 9));
         assert!(split("ftp://x/").is_none());

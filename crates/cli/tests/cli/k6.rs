@@ -182,6 +182,9 @@ export default function () {
   check(http.get('BASE/delay/2000', { timeout: '200ms' }), {
     'timed out': (r) => r.status === 0 && r.error.length > 0 && r.error_code > 0,
   });
+  const authed = 'BASE/basic-auth/ann/s3cret'.replace('http://', 'http://ann:s3cret@');
+  check(http.get(authed), { 'userinfo auth': (r) => r.status === 200 });
+  check(http.get('BASE/basic-auth/ann/s3cret'), { 'no auth': (r) => r.status === 401 });
   console.log('vu=' + __VU + ' iter=' + __ITER + ' env=' + __ENV.MINE);
 }
 "#,
@@ -189,7 +192,15 @@ export default function () {
     let (out, summary) = run_k6(&script, &["-e", "MINE=from-env"]);
     let s = summary.unwrap_or_else(|| panic!("{}", out.stderr));
     assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
-    for name in ["put", "patch form", "del", "header sent", "timed out"] {
+    for name in [
+        "put",
+        "patch form",
+        "del",
+        "header sent",
+        "timed out",
+        "userinfo auth",
+        "no auth",
+    ] {
         assert_eq!(check_counts(&s, name), (2, 0), "{name}: {}", out.stderr);
     }
     assert!(
