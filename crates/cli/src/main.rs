@@ -102,6 +102,13 @@ struct OverrideArgs {
     /// Run this many iterations in total, shared by the virtual users
     #[arg(long)]
     iterations: Option<String>,
+    /// Set a script global or a field under one, as StormForger's CLI does
+    /// (`--define defines.env=prod`; VALUE is JSON, or else text); repeatable
+    #[arg(long, value_name = "NAME=VALUE")]
+    define: Vec<String>,
+    /// StormForger non-functional requirements (version "0.1" YAML), evaluated as thresholds
+    #[arg(long, value_name = "FILE")]
+    nfr: Option<PathBuf>,
     #[command(flatten)]
     protocol: protocol_flags::ProtocolArgs,
 }
@@ -141,6 +148,19 @@ impl OverrideArgs {
                 self.iterations.as_deref(),
             )?,
             protocol: self.protocol.clone(),
+            nfr: self.nfr.clone(),
+            defines: self
+                .define
+                .iter()
+                .map(|pair| match pair.split_once('=') {
+                    Some((name, value)) if !name.is_empty() => {
+                        Ok((name.to_string(), value.to_string()))
+                    }
+                    _ => Err(usage(format!(
+                        "--define {pair}: expected NAME=VALUE (like defines.env=prod)"
+                    ))),
+                })
+                .collect::<anyhow::Result<_>>()?,
         })
     }
 }

@@ -18,6 +18,10 @@ pub struct Overrides {
     pub vus: VuOverrides,
     /// HTTP version, TLS and connection-model flags.
     pub protocol: ProtocolArgs,
+    /// `--define NAME=VALUE` for scripts.
+    pub defines: Vec<(String, String)>,
+    /// `--nfr FILE`: StormForger requirements added to the plan's thresholds.
+    pub nfr: Option<std::path::PathBuf>,
 }
 
 /// Cuts arrival phases so they end at `limit`; a ramp cut short ends at the rate it had

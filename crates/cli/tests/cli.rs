@@ -17,6 +17,8 @@ mod report_html;
 mod results;
 #[path = "cli/scenarios.rs"]
 mod scenarios;
+#[path = "cli/stormforger.rs"]
+mod stormforger;
 mod support;
 #[path = "cli/thresholds.rs"]
 mod thresholds;

@@ -31,7 +31,7 @@ pub(crate) fn thrown(ctx: &Ctx<'_>, file: &str, error: rquickjs::Error) -> K6Err
     match error {
         rquickjs::Error::Exception => {
             let value = ctx.catch();
-            let (location, message) = describe_thrown(ctx, &value, file);
+            let (location, message) = describe_thrown(&value, &[file]);
             K6Error::Init(format!("{location}: {message}"))
         }
         other => K6Error::Init(format!("{file}: {other}")),

@@ -15,12 +15,14 @@ fn import_pattern() -> &'static Regex {
     })
 }
 
-/// An ES module importing `k6` or `k6/...`, or one with `export default function`.
+/// An ES module importing `k6` or `k6/...`, or one with `export default function` that
+/// does not use the StormForger DSL (`definition.`: its ES-module test cases export default
+/// functions too).
 pub fn is_k6_script(source: &str) -> bool {
     imports(source)
         .iter()
         .any(|(_, module)| module == "k6" || module.starts_with("k6/"))
-        || source.contains("export default function")
+        || (source.contains("export default function") && !source.contains("definition."))
 }
 
 /// Every import of `source`: its 1-based line and the module named.
@@ -56,6 +58,9 @@ mod tests {
         assert!(is_k6_script("export default function () {}"));
         assert!(!is_k6_script("definition.setTarget('http://x');"));
         assert!(!is_k6_script("import x from 'k6extra';"));
+        assert!(!is_k6_script(
+            "export default function s(c) { definition.session('s', function () {}); }"
+        ));
     }
 
     #[test]

@@ -276,6 +276,10 @@ pub enum Extractor {
     Regexp { pattern: String },
     /// A response header, by name (case-insensitive).
     Header { name: String },
+    /// An XPath 1.0 expression over the (decompressed) body parsed as XML; the string value
+    /// of its result (of the first node, for a node set).
+    #[serde(rename = "xpath")]
+    XPath { expression: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -289,7 +293,8 @@ pub struct Extraction {
 pub struct RequestStep {
     pub method: Method,
     /// Path and query, relative to the plan's target (starts with `/`). `:name` placeholders
-    /// are filled from `params` first, then from session variables, URL-encoded.
+    /// are filled from `params` first, then from session variables, as written (StormForger's
+    /// meaning): only bytes a request target cannot carry are percent-encoded.
     pub path: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub params: Vec<(String, Value)>,

@@ -85,6 +85,11 @@ pub const BUILTIN_METRICS: &[(&str, MetricKind)] = &[
     ("data_sent", MetricKind::Counter),
     ("data_received", MetricKind::Counter),
     ("dropped_iterations", MetricKind::Counter),
+    // barrage's own run facts (not k6's), for StormForger's `test.duration` and
+    // `test.completed` requirements: the run's length in seconds, and 1 when it ran to its
+    // end (0 when it was interrupted).
+    ("run_duration", MetricKind::Gauge),
+    ("run_completed", MetricKind::Gauge),
 ];
 
 /// Built-in metrics that exist per request tag (a `{tag:NAME}` filter applies to them).

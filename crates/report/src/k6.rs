@@ -32,6 +32,7 @@ impl K6Summary {
         elapsed: Duration,
         thresholds: &[Threshold],
         trend_stats: &[Aggregation],
+        completed: bool,
     ) -> Self {
         Self {
             metrics: k6_metrics(metrics, elapsed)
@@ -42,7 +43,7 @@ impl K6Summary {
                 .iter()
                 .map(|m| MetricSummary::of(m, trend_stats))
                 .collect(),
-            thresholds: evaluate(thresholds, metrics, tags, elapsed),
+            thresholds: evaluate(thresholds, metrics, tags, elapsed, Some(completed)),
             trend_stats: trend_stats.iter().map(Aggregation::label).collect(),
             aborted_by_threshold: None,
         }
@@ -293,6 +294,7 @@ mod tests {
                 threshold("http_req_failed{tag:GET /}", "rate<0.01"),
             ],
             &DEFAULT_TREND_STATS,
+            true,
         );
         assert!(summary.thresholds_failed());
         let mut text = String::new();

@@ -281,6 +281,7 @@ impl Summary {
                 info.elapsed,
                 &info.thresholds,
                 &info.trend_stats,
+                !info.interrupted,
             ),
             vus: metrics.vus.seconds.clone(),
             vus_peak: metrics.vus.peak(),

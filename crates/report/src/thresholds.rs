@@ -4,7 +4,7 @@
 //! A metric without values yet (no request with that tag, no sample of a trend) fails no
 //! threshold, as in k6; the result says "no data".
 
-use crate::k6_metrics::find_metric;
+use crate::k6_metrics::{find_metric, K6Metric, K6Values};
 use barrage_metrics::RunMetrics;
 use barrage_plan::{compare, Threshold};
 use serde::Serialize;
@@ -23,22 +23,46 @@ pub struct ThresholdResult {
     pub abort_on_fail: bool,
 }
 
-/// Evaluates every rule of every threshold.
+/// The run facts `run_duration` (seconds) and `run_completed` (1 or 0; unknown while the
+/// run goes on) as gauges.
+fn run_fact(name: &str, elapsed: Duration, completed: Option<bool>) -> Option<K6Metric> {
+    let value = match name {
+        "run_duration" => Some(elapsed.as_secs_f64()),
+        "run_completed" => completed.map(|c| if c { 1.0 } else { 0.0 }),
+        _ => return None,
+    };
+    Some(K6Metric {
+        name: name.into(),
+        tag: None,
+        is_time: false,
+        values: K6Values::Gauge {
+            value,
+            min: value.unwrap_or(0.0),
+            max: value.unwrap_or(0.0),
+        },
+    })
+}
+
+/// Evaluates every rule of every threshold; `completed` is whether the run ran to its end
+/// (`None` while it goes on).
 pub fn evaluate(
     thresholds: &[Threshold],
     metrics: &RunMetrics,
     tags: &[String],
     elapsed: Duration,
+    completed: Option<bool>,
 ) -> Vec<ThresholdResult> {
     let mut out = Vec::new();
     for threshold in thresholds {
-        let metric = find_metric(
-            metrics,
-            tags,
-            elapsed,
-            &threshold.metric,
-            threshold.tag.as_deref(),
-        );
+        let metric = run_fact(&threshold.metric, elapsed, completed).or_else(|| {
+            find_metric(
+                metrics,
+                tags,
+                elapsed,
+                &threshold.metric,
+                threshold.tag.as_deref(),
+            )
+        });
         for rule in &threshold.rules {
             let observed = metric.as_ref().and_then(|m| m.aggregate(rule.aggregation));
             out.push(ThresholdResult {
@@ -73,7 +97,7 @@ pub fn abort_reason(
             (!rules.is_empty()).then(|| Threshold { rules, ..t.clone() })
         })
         .collect();
-    evaluate(&armed, metrics, tags, elapsed)
+    evaluate(&armed, metrics, tags, elapsed, None)
         .into_iter()
         .find(|r| !r.passed)
         .map(|r| {
@@ -127,11 +151,34 @@ mod tests {
             &metrics,
             &tags,
             Duration::from_secs(2),
+            Some(true),
         );
         let passed: Vec<bool> = results.iter().map(|r| r.passed).collect();
         assert_eq!(passed, [true, false, true, true]);
         assert!((results[1].observed.unwrap() - 1.99).abs() < 0.01);
         assert_eq!(results[3].observed, None, "no check ran: no data");
+    }
+
+    #[test]
+    fn run_facts_are_gauges_of_the_run() {
+        let (_, metrics) = crate::summary::tests::sample();
+        let rules = [
+            threshold("run_duration", &["value>=2", "value>2"], None),
+            threshold("run_completed", &["value==1"], None),
+        ];
+        let observed = |completed| -> Vec<(Option<f64>, bool)> {
+            evaluate(&rules, &metrics, &[], Duration::from_secs(2), completed)
+                .iter()
+                .map(|r| (r.observed, r.passed))
+                .collect()
+        };
+        assert_eq!(
+            observed(Some(true)),
+            [(Some(2.0), true), (Some(2.0), false), (Some(1.0), true)]
+        );
+        assert_eq!(observed(Some(false))[2], (Some(0.0), false));
+        // While the run goes on, whether it completes is not known yet.
+        assert_eq!(observed(None)[2], (None, true));
     }
 
     #[test]

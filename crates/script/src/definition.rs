@@ -9,8 +9,8 @@ use crate::jsval::{Args, JsVal};
 use crate::steps::{SessionBuilder, Tags};
 use crate::ScriptError;
 use barrage_plan::{
-    ArrivalPhase, DataSource, Header, OpenArrivals, Plan, Session, Target, TestOptions, Workload,
-    PLAN_FORMAT_VERSION,
+    ArrivalPhase, Credentials, DataSource, Header, OpenArrivals, Plan, Session, Target,
+    TestOptions, Workload, PLAN_FORMAT_VERSION,
 };
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -25,6 +25,8 @@ const TEST_OPTIONS: &[&str] = &[
     "compression",
     "threads",
     "seed",
+    "cluster",
+    "dumptraffic",
 ];
 /// The largest integer a JavaScript number holds exactly.
 const MAX_SAFE: i64 = (1 << 53) - 1;
@@ -36,10 +38,25 @@ struct Definition {
     virtual_users: Option<(Workload, Location)>,
     options: TestOptions,
     max_clients: Option<u64>,
+    /// The largest `max_users`/`max_clients` of the arrival phases.
+    phase_max_clients: Option<u64>,
     grace_period: Option<Duration>,
-    weights: Vec<(String, u32, Location)>,
+    weights: Vec<(String, f64, Location)>,
     sessions: Vec<Session>,
+    /// Each session's weight or probability as written (a real number; plan weights are
+    /// whole numbers, scaled once every session is known).
+    probabilities: Vec<f64>,
+    /// Origins of requests written as absolute URLs.
+    origins: Vec<(Target, Location)>,
+    warnings: Vec<String>,
     metrics: crate::metrics::MetricDefs,
+}
+
+/// A compiled plan and the warnings its script earned (one line each).
+#[derive(Debug)]
+pub struct Compiled {
+    pub plan: Plan,
+    pub warnings: Vec<String>,
 }
 
 /// Builds the plan named `name` from what the script recorded.
@@ -48,7 +65,7 @@ pub(crate) fn build(
     name: &str,
     file: &str,
     base_dir: &Path,
-) -> Result<Plan, ScriptError> {
+) -> Result<Compiled, ScriptError> {
     let (data_sources, sources) = load_data(record, base_dir)?;
     for use_ in &record.columns {
         let source = &data_sources[sources[use_.source]];
@@ -66,6 +83,7 @@ pub(crate) fn build(
     }
     let mut def = Definition::default();
     let mut tags = Tags::default();
+    def.options.basic_auth = authentication(record)?;
     for call in &record.defs {
         let what = format!("`definition.{}`", call.verb);
         let a = Args {
@@ -73,7 +91,27 @@ pub(crate) fn build(
             loc: &call.loc,
         };
         match call.verb.as_str() {
-            "setTarget" => def.set_target(call, &a)?,
+            "setTarget" | "addTarget" => def.set_target(call, &a)?,
+            "setTargets" => {
+                a.arity(&call.args, 1, 1)?;
+                let JsVal::Arr(urls) = &call.args[0] else {
+                    return Err(a.err(format_args!(
+                        "expected an array of target URLs, got {}",
+                        call.args[0].kind()
+                    )));
+                };
+                if urls.is_empty() {
+                    return Err(a.err("give at least one target"));
+                }
+                for url in urls {
+                    let one = Call {
+                        args: vec![url.clone()],
+                        ..call.clone()
+                    };
+                    def.set_target(&one, &a)?;
+                }
+            }
+            "setAuthentication" => {}
             "setArrivalPhases" => def.set_phases(call, &a)?,
             "setVirtualUsers" => {
                 a.arity(&call.args, 1, 1)?;
@@ -88,17 +126,20 @@ pub(crate) fn build(
             "setTestOptions" => def.set_options(call, &a)?,
             "setThresholds" => def.metrics.set_thresholds(call, &a)?,
             "metric" => def.metrics.declare(call, &a)?,
-            "setSessionWeights" => {
+            "setSessionWeights" | "setSessionProbabilities" => {
                 a.arity(&call.args, 1, 1)?;
                 for (session, weight) in a.map(&call.args[0], "weights")? {
-                    let weight = a.integer(weight, session, 0, u32::MAX.into())? as u32;
+                    let weight = a.non_negative(weight, session)?;
                     def.weights
                         .push((session.clone(), weight, call.loc.clone()));
                 }
             }
             "session" => {
                 let index = def.sessions.len();
-                let session = session(record, index, call, &a, &mut tags, &sources)?;
+                let mut builder = SessionBuilder::new(&mut tags, &sources, base_dir);
+                let (session, probability) = session(record, index, call, &a, &mut builder)?;
+                def.origins.append(&mut builder.origins);
+                def.warnings.append(&mut builder.warnings);
                 if def.sessions.iter().any(|s| s.name == session.name) {
                     return Err(a.err(format_args!(
                         "there is already a session named `{}`",
@@ -106,6 +147,7 @@ pub(crate) fn build(
                     )));
                 }
                 def.sessions.push(session);
+                def.probabilities.push(probability);
             }
             other => return Err(a.err(format_args!("unknown definition verb `{other}`"))),
         }
@@ -113,29 +155,67 @@ pub(crate) fn build(
     def.into_plan(name, file, tags, data_sources, record)
 }
 
-/// Loads every data file once (by resolved path); returns the sources and, for each load
-/// handle, its source index.
+/// Loads every data file once (by resolved path and options); returns the sources and, for
+/// each load handle, its source index.
 fn load_data(
     record: &Record,
     base_dir: &Path,
 ) -> Result<(Vec<DataSource>, Vec<usize>), ScriptError> {
     let mut data_sources = Vec::new();
-    let mut paths: Vec<PathBuf> = Vec::new();
+    let mut loaded: Vec<(PathBuf, data::LoadOptions)> = Vec::new();
     let mut sources = Vec::new();
     for load in &record.loads {
+        let a = Args {
+            what: "`session.ds.loadStructured`",
+            loc: &load.loc,
+        };
+        let options = data::LoadOptions::read(&load.options, &a)?;
         let joined = base_dir.join(&load.file);
         let path = joined.canonicalize().unwrap_or(joined);
-        if let Some(i) = paths.iter().position(|p| *p == path) {
+        if let Some(i) = loaded.iter().position(|(p, o)| *p == path && *o == options) {
             sources.push(i);
             continue;
         }
-        let source = data::load(&load.file, base_dir)
+        let source = data::load(&load.file, base_dir, &options)
             .map_err(|e| ScriptError::dsl(&load.loc, e.to_string()))?;
-        paths.push(path);
+        loaded.push((path, options));
         data_sources.push(source);
         sources.push(data_sources.len() - 1);
     }
     Ok((data_sources, sources))
+}
+
+/// `definition.setAuthentication({username, password})`, wherever in the script it is: the
+/// credentials every request sends (`Authorization: Basic`).
+fn authentication(record: &Record) -> Result<Option<Credentials>, ScriptError> {
+    let mut found: Option<(Credentials, &Location)> = None;
+    for call in record.defs.iter().filter(|c| c.verb == "setAuthentication") {
+        let a = Args {
+            what: "`definition.setAuthentication`",
+            loc: &call.loc,
+        };
+        a.arity(&call.args, 1, 1)?;
+        if let Some((_, first)) = &found {
+            return Err(a.err(format_args!("authentication was already set at {first}")));
+        }
+        let fields = a.options(&call.args[0], &["username", "password"])?;
+        let field = |key: &str| -> Result<&str, ScriptError> {
+            match fields.iter().find(|(k, _)| k == key) {
+                Some((_, v)) => a.string(v, key),
+                None => Err(a.err(format_args!("`{key}` is missing"))),
+            }
+        };
+        let username = field("username")?;
+        if username.contains(':') {
+            return Err(a.err("`username` must not contain `:` (basic authentication joins user and password with it)"));
+        }
+        let credentials = Credentials {
+            username: username.to_string(),
+            password: field("password")?.to_string(),
+        };
+        found = Some((credentials, &call.loc));
+    }
+    Ok(found.map(|(credentials, _)| credentials))
 }
 
 fn session(
@@ -143,19 +223,19 @@ fn session(
     index: usize,
     call: &Call,
     a: &Args,
-    tags: &mut Tags,
-    sources: &[usize],
-) -> Result<Session, ScriptError> {
+    builder: &mut SessionBuilder,
+) -> Result<(Session, f64), ScriptError> {
     a.arity(&call.args, 1, 2)?;
     let name = a.string(&call.args[0], "name")?.to_string();
     if name.is_empty() {
         return Err(a.err("the session name must not be empty"));
     }
-    let weight = match call.args.get(1) {
-        Some(weight) => a.integer(weight, "weight", 0, u32::MAX.into())? as u32,
-        None => 1,
+    // StormForger's `session(name, probability, fn)`: a relative share (80 and 20, or 0.3 and
+    // 0.7), made whole-number plan weights once every session is known.
+    let probability = match call.args.get(1) {
+        Some(weight) => a.non_negative(weight, "probability")?,
+        None => 1.0,
     };
-    let mut builder = SessionBuilder::new(tags, sources);
     let steps = builder.steps(&call.steps)?;
     if steps.is_empty() {
         return Err(a.err(format_args!("session `{name}` has no steps")));
@@ -188,25 +268,64 @@ fn session(
             format!("session `{name}` uses {what}; values are per session"),
         ));
     }
-    Ok(Session {
-        name,
-        weight,
-        steps,
-    })
+    Ok((
+        Session {
+            name,
+            weight: 1,
+            steps,
+        },
+        probability,
+    ))
+}
+
+/// Real-number weights as whole numbers in the same proportions: scaled by the smallest power
+/// of ten (up to 10^6) that makes them whole, within what a plan weight holds.
+fn whole_weights(weights: &[f64]) -> Vec<u32> {
+    let max = weights.iter().copied().fold(0.0, f64::max);
+    let fits = |scale: f64| max * scale <= f64::from(u32::MAX);
+    let whole = |scale: f64| {
+        weights
+            .iter()
+            .all(|w| ((w * scale).round() - w * scale).abs() < 1e-6)
+    };
+    let mut scale = 1.0;
+    while !whole(scale) && scale < 1e6 && fits(scale * 10.0) {
+        scale *= 10.0;
+    }
+    if !fits(scale) {
+        scale = f64::from(u32::MAX) / max;
+    }
+    weights.iter().map(|w| (w * scale).round() as u32).collect()
 }
 
 impl Definition {
     fn set_target(&mut self, call: &Call, a: &Args) -> Result<(), ScriptError> {
         a.arity(&call.args, 1, 1)?;
-        if let Some((_, first)) = &self.target {
-            return Err(a.err(format_args!("the target was already set at {first}")));
-        }
         let url = a.string(&call.args[0], "url")?;
-        let (target, path) = Target::split_url(url).map_err(|e| a.err(e))?;
+        // StormForger accepts a bare host (`testapp.example.com`), meaning plain HTTP.
+        let full = if url.contains("://") {
+            url.to_string()
+        } else {
+            format!("http://{url}")
+        };
+        let (target, path) = Target::split_url(&full).map_err(|e| a.err(e))?;
+        if let Some((first, first_at)) = &self.target {
+            if *first != target {
+                return Err(a.err(format_args!(
+                    "barrage sends a test to one target; `{url}` is another origin than the one set at {first_at}"
+                )));
+            }
+            return Ok(());
+        }
         if path != "/" {
-            return Err(a.err(format_args!(
-                "the target is an origin (scheme, host, port), but `{url}` has the path `{path}`; put paths on the requests"
-            )));
+            self.warnings.push(format!(
+                "{}: warning: {}: the path `{path}` of the target is not put before request paths; requests go where their own paths (or absolute URLs) say",
+                a.loc, a.what
+            ));
+        }
+        if self.options.basic_auth.is_none() {
+            // `http://user:pass@host` authenticates every request, as in StormForger.
+            self.options.basic_auth = Credentials::from_url(&full);
         }
         self.target = Some((target, call.loc.clone()));
         Ok(())
@@ -241,7 +360,21 @@ impl Definition {
                     item.kind()
                 )));
             }
-            let fields = p.options(item, &["duration", "rate", "rampTo"])?;
+            let fields = p.options(
+                item,
+                &["duration", "rate", "rampTo", "max_users", "max_clients"],
+            )?;
+            for (key, v) in fields.iter().filter(|(k, _)| k.starts_with("max_")) {
+                let limit = p.integer(v, key, 1, MAX_SAFE)? as u64;
+                let previous = self.phase_max_clients.get_or_insert(limit);
+                if *previous != limit {
+                    self.warnings.push(format!(
+                        "{}: warning: {}: `{key}` differs between phases; barrage limits clients once per test, to the largest",
+                        p.loc, p.what
+                    ));
+                    *previous = (*previous).max(limit);
+                }
+            }
             let required = |key: &str| {
                 let value = item.get(key);
                 if value.is_missing() {
@@ -317,6 +450,12 @@ impl Definition {
                 "keepAlive" => options.keep_alive = a.bool(v, key)?,
                 "compression" => options.compression = a.bool(v, key)?,
                 "threads" => options.threads = Some(a.integer(v, key, 1, 4096)? as usize),
+                // StormForger's cloud settings: a local run has no cluster to size and no
+                // traffic dump; accepted so its test cases plan, and said so.
+                "cluster" | "dumptraffic" => self.warnings.push(format!(
+                    "{}: warning: {}: `{key}` is a StormForger cloud setting; barrage runs here and ignores it",
+                    a.loc, a.what
+                )),
                 _ => options.seed = Some(a.integer(v, key, 0, MAX_SAFE)? as u64),
             }
         }
@@ -330,10 +469,10 @@ impl Definition {
         tags: Tags,
         data_sources: Vec<DataSource>,
         record: &Record,
-    ) -> Result<Plan, ScriptError> {
+    ) -> Result<Compiled, ScriptError> {
         let whole = Location::file(file);
         for (session, weight, loc) in &self.weights {
-            let Some(found) = self.sessions.iter_mut().find(|s| s.name == *session) else {
+            let Some(index) = self.sessions.iter().position(|s| s.name == *session) else {
                 let names: Vec<&str> = self.sessions.iter().map(|s| s.name.as_str()).collect();
                 return Err(ScriptError::dsl(
                     loc,
@@ -343,14 +482,35 @@ impl Definition {
                     ),
                 ));
             };
-            found.weight = *weight;
+            self.probabilities[index] = *weight;
         }
-        let Some((target, _)) = self.target else {
-            return Err(ScriptError::dsl(
-                &whole,
-                "no target: call definition.setTarget(\"http://host:port\")",
-            ));
+        for (session, weight) in self
+            .sessions
+            .iter_mut()
+            .zip(whole_weights(&self.probabilities))
+        {
+            session.weight = weight;
+        }
+        let target = match (self.target, self.origins.first()) {
+            (Some((target, _)), _) => target,
+            // Requests written as absolute URLs name the target themselves.
+            (None, Some((target, _))) => target.clone(),
+            (None, None) => {
+                return Err(ScriptError::dsl(
+                    &whole,
+                    "no target: call definition.setTarget(\"http://host:port\")",
+                ))
+            }
         };
+        if let Some((other, loc)) = self.origins.iter().find(|(o, _)| *o != target) {
+            return Err(ScriptError::dsl(
+                loc,
+                format!(
+                    "this request goes to {}://{}, but the test's target is {}://{}; barrage sends a test to one target",
+                    other.scheme.as_str(), other.authority(), target.scheme.as_str(), target.authority()
+                ),
+            ));
+        }
         let workload = match (self.phases, self.virtual_users) {
             (Some((_, phases_at)), Some((_, vus_at))) => {
                 return Err(ScriptError::dsl(
@@ -360,7 +520,7 @@ impl Definition {
             }
             (Some((phases, _)), None) => Workload::OpenArrivals(OpenArrivals {
                 phases,
-                max_clients: self.max_clients,
+                max_clients: self.max_clients.or(self.phase_max_clients),
                 grace_period: self.grace_period.unwrap_or(DEFAULT_GRACE_PERIOD),
             }),
             (None, Some((workload, _))) => workload,
@@ -391,6 +551,9 @@ impl Definition {
         };
         plan.validate()
             .map_err(|e| ScriptError::dsl(&whole, e.to_string()))?;
-        Ok(plan)
+        Ok(Compiled {
+            plan,
+            warnings: self.warnings,
+        })
     }
 }

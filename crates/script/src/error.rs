@@ -24,15 +24,21 @@ impl Location {
     }
 
     /// The position of the innermost frame of `stack` (a QuickJS `Error.prototype.stack`)
-    /// that lies in `file`; the whole file when no frame does.
-    pub fn from_stack(file: &str, stack: &str) -> Self {
-        let position = stack
-            .lines()
-            .find_map(|line| frame_position(line.trim(), file));
-        Self {
-            file: file.to_string(),
-            line: position.map(|(line, _)| line),
-            column: position.map(|(_, column)| column),
+    /// that lies in one of the test case's `files` (the main script first, then the modules it
+    /// imports); the main script as a whole when no frame does.
+    pub fn from_stack(files: &[&str], stack: &str) -> Self {
+        let found = stack.lines().find_map(|line| {
+            files
+                .iter()
+                .find_map(|file| Some((*file, frame_position(line.trim(), file)?)))
+        });
+        match found {
+            Some((file, (line, column))) => Self {
+                file: file.to_string(),
+                line: Some(line),
+                column: Some(column),
+            },
+            None => Self::file(files.first().copied().unwrap_or("")),
         }
     }
 }
@@ -132,18 +138,27 @@ mod tests {
     #[test]
     fn finds_the_first_frame_in_the_file() {
         let stack = "    at here (<barrage>:1:29)\n    at a (dir/my script.js:2:24)\n    at <eval> (dir/my script.js:3:2)\n";
-        let loc = Location::from_stack("dir/my script.js", stack);
+        let loc = Location::from_stack(&["dir/my script.js"], stack);
         assert_eq!(loc.to_string(), "dir/my script.js:2:24");
         let syntax = "    at t.js:2:6\n";
-        assert_eq!(Location::from_stack("t.js", syntax).to_string(), "t.js:2:6");
         assert_eq!(
-            Location::from_stack("t.js", "    at map (native)\n").to_string(),
+            Location::from_stack(&["t.js"], syntax).to_string(),
+            "t.js:2:6"
+        );
+        assert_eq!(
+            Location::from_stack(&["t.js"], "    at map (native)\n").to_string(),
             "t.js"
         );
         // A file whose name ends another's is not confused with it.
         assert_eq!(
-            Location::from_stack("t.js", "    at f (at.js:1:1)\n").to_string(),
+            Location::from_stack(&["t.js"], "    at f (at.js:1:1)\n").to_string(),
             "t.js"
+        );
+        // A frame in an imported module names that module.
+        let imported = "    at here (<barrage-dsl>:1:2)\n    at f (dir/modules/m.js:4:9)\n    at <eval> (dir/t.mjs:2:1)\n";
+        assert_eq!(
+            Location::from_stack(&["dir/t.mjs", "dir/modules/m.js"], imported).to_string(),
+            "dir/modules/m.js:4:9"
         );
     }
 

@@ -5,7 +5,7 @@ use crate::error::{Location, ScriptError};
 use crate::jsval::JsVal;
 use crate::runtime::{bounded_runtime, describe_thrown, script_options, Deadline};
 use rquickjs::convert::Coerced;
-use rquickjs::{Context, Ctx, Object, Type, Value};
+use rquickjs::{Context, Ctx, Function, Module, Object, Type, Value};
 use std::time::{Duration, Instant};
 
 const PRELUDE: &str = include_str!("prelude.js");
@@ -29,6 +29,8 @@ pub(crate) struct Call {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Load {
     pub file: String,
+    /// The options object (`Null` when none was given).
+    pub options: JsVal,
     pub loc: Location,
 }
 
@@ -66,52 +68,113 @@ fn engine(file: &str, error: rquickjs::Error) -> ScriptError {
     }
 }
 
-/// Evaluates `source` (named `file` in locations), stopping it after `limit`.
+/// What the command line gives the script besides its source.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptInputs {
+    /// `--define NAME=VALUE`: `NAME` is a global or a dotted path under one
+    /// (`defines.env`); VALUE is read as JSON, or else taken as text.
+    pub defines: Vec<(String, String)>,
+}
+
+/// Evaluates `source` (named `file` in locations), stopping it after `limit`. A `.mjs` file,
+/// or one with `import`/`export` statements, runs as an ES module whose relative imports are
+/// read from disk.
+#[cfg(test)]
 pub(crate) fn evaluate(source: &str, file: &str, limit: Duration) -> Result<Record, ScriptError> {
+    evaluate_with(source, file, limit, &ScriptInputs::default())
+}
+
+pub(crate) fn evaluate_with(
+    source: &str,
+    file: &str,
+    limit: Duration,
+    inputs: &ScriptInputs,
+) -> Result<Record, ScriptError> {
     let deadline = Deadline::default();
     deadline.set(Some(Instant::now() + limit));
     let runtime = bounded_runtime(MEMORY_LIMIT, &deadline).map_err(|e| engine(file, e))?;
+    let modules = crate::modules::Modules::new(file);
+    runtime.set_loader(modules.resolver(), modules.loader());
     let context = Context::full(&runtime).map_err(|e| engine(file, e))?;
     context.with(|ctx| {
-        let fail = |error: rquickjs::Error| match error {
-            rquickjs::Error::Exception => exception(&ctx, file, deadline.hit(), limit),
-            other => engine(file, other),
+        let fail = |error: rquickjs::Error| {
+            if let Some(problem) = modules.problem() {
+                return problem;
+            }
+            let files = modules.files();
+            let files: Vec<&str> = files.iter().map(String::as_str).collect();
+            match error {
+                rquickjs::Error::Exception => exception(&ctx, &files, deadline.hit(), limit),
+                other => engine(file, other),
+            }
         };
-        let record: Object = ctx
+        let prelude: Function = ctx
             .eval_with_options(PRELUDE, options(PRELUDE_FILE))
             .map_err(fail)?;
-        ctx.eval_with_options::<Value, _>(source, options(file))
-            .map_err(fail)?;
+        let env = Object::new(ctx.clone()).map_err(fail)?;
+        for (name, value) in std::env::vars() {
+            env.set(name, value).map_err(fail)?;
+        }
+        let defines = rquickjs::Array::new(ctx.clone()).map_err(fail)?;
+        for (i, (path, value)) in inputs.defines.iter().enumerate() {
+            let parsed: Value = match serde_json::from_str::<serde_json::Value>(value) {
+                Ok(_) => ctx.json_parse(value.as_str()).map_err(fail)?,
+                Err(_) => rquickjs::String::from_str(ctx.clone(), value)
+                    .map_err(fail)?
+                    .into_value(),
+            };
+            let pair = rquickjs::Array::new(ctx.clone()).map_err(fail)?;
+            pair.set(0, path.as_str()).map_err(fail)?;
+            pair.set(1, parsed).map_err(fail)?;
+            defines.set(i, pair).map_err(fail)?;
+        }
+        let record: Object = prelude.call((env, defines)).map_err(fail)?;
+        if is_module(file, source) {
+            let promise = Module::evaluate(ctx.clone(), file, source).map_err(fail)?;
+            promise.finish::<()>().map_err(fail)?;
+        } else {
+            ctx.eval_with_options::<Value, _>(source, options(file))
+                .map_err(fail)?;
+        }
         if deadline.hit() {
             return Err(ScriptError::Timeout {
                 location: Location::file(file),
                 limit,
             });
         }
+        let files = modules.files();
+        let files: Vec<&str> = files.iter().map(String::as_str).collect();
         let record = copy(record.as_value(), 0).map_err(fail)?;
-        Ok(read_record(&record, file))
+        Ok(read_record(&record, &files))
     })
+}
+
+/// Whether the script is an ES module: by extension, or by a top-level `import`/`export`.
+fn is_module(file: &str, source: &str) -> bool {
+    file.ends_with(".mjs")
+        || source.lines().any(|line| {
+            let line = line.trim_start();
+            line.starts_with("import ")
+                || line.starts_with("import{")
+                || line.starts_with("export ")
+        })
 }
 
 fn options(file: &str) -> rquickjs::context::EvalOptions {
     script_options(file)
 }
 
-/// The pending exception as an error located at its innermost frame in the script.
-fn exception(ctx: &Ctx<'_>, file: &str, timed_out: bool, limit: Duration) -> ScriptError {
+/// The pending exception as an error located at its innermost frame in the script's files.
+fn exception(ctx: &Ctx<'_>, files: &[&str], timed_out: bool, limit: Duration) -> ScriptError {
     let thrown = ctx.catch();
-    let (location, message) = describe_thrown(ctx, &thrown, file);
+    let (location, message) = describe_thrown(&thrown, files);
     if timed_out {
         return ScriptError::Timeout { location, limit };
     }
-    let dsl = thrown
-        .as_object()
-        .filter(|_| thrown.is_error())
-        .and_then(|o| o.get::<_, Option<bool>>("barrageDsl").ok().flatten());
-    if dsl == Some(true) {
+    let dsl = thrown.as_object().filter(|_| thrown.is_error());
+    if dsl.and_then(|o| o.get::<_, Option<bool>>("barrageDsl").ok().flatten()) == Some(true) {
         // The DSL's own errors carry their message without the `Error: ` name.
-        let message = thrown
-            .as_object()
+        let message = dsl
             .and_then(|o| {
                 o.get::<_, Option<Coerced<String>>>("message")
                     .ok()
@@ -181,14 +244,14 @@ fn list(value: &JsVal) -> &[JsVal] {
     }
 }
 
-fn read_call(value: &JsVal, file: &str) -> Call {
+fn read_call(value: &JsVal, files: &[&str]) -> Call {
     Call {
         verb: string(value.get("verb")),
         args: list(value.get("args")).to_vec(),
-        loc: Location::from_stack(file, &string(value.get("loc"))),
+        loc: Location::from_stack(files, &string(value.get("loc"))),
         steps: list(value.get("steps"))
             .iter()
-            .map(|step| read_call(step, file))
+            .map(|step| read_call(step, files))
             .collect(),
         var: match value.get("var") {
             JsVal::Str(var) => Some(var.clone()),
@@ -198,17 +261,18 @@ fn read_call(value: &JsVal, file: &str) -> Call {
 }
 
 /// The prelude's record object as Rust data.
-fn read_record(record: &JsVal, file: &str) -> Record {
-    let loc = |value: &JsVal| Location::from_stack(file, &string(value.get("loc")));
+fn read_record(record: &JsVal, files: &[&str]) -> Record {
+    let loc = |value: &JsVal| Location::from_stack(files, &string(value.get("loc")));
     Record {
         defs: list(record.get("defs"))
             .iter()
-            .map(|call| read_call(call, file))
+            .map(|call| read_call(call, files))
             .collect(),
         loads: list(record.get("loads"))
             .iter()
             .map(|load| Load {
                 file: string(load.get("file")),
+                options: load.get("options").clone(),
                 loc: loc(load),
             })
             .collect(),

@@ -20,6 +20,8 @@ mod error;
 mod js;
 mod jsval;
 mod metrics;
+mod modules;
+mod nfr;
 mod protocol;
 mod request;
 pub mod runtime;
@@ -27,7 +29,10 @@ mod steps;
 mod value;
 mod workload;
 
+pub use definition::Compiled;
 pub use error::{Location, ScriptError};
+pub use js::ScriptInputs;
+pub use nfr::{load_nfr, parse_nfr, NfrError, Requirements};
 
 use barrage_plan::Plan;
 use std::path::Path;
@@ -39,12 +44,23 @@ pub const EVALUATION_LIMIT: Duration = Duration::from_secs(5);
 /// Reads and compiles the script at `path`; data files are looked up next to it, and the
 /// plan is named after the file stem.
 pub fn compile_file(path: &Path) -> Result<Plan, ScriptError> {
+    compile_file_with(path, &ScriptInputs::default()).map(|compiled| compiled.plan)
+}
+
+/// [`compile_file`] with the command line's inputs (`--define`), keeping the warnings.
+pub fn compile_file_with(path: &Path, inputs: &ScriptInputs) -> Result<Compiled, ScriptError> {
     let source = std::fs::read_to_string(path).map_err(|source| ScriptError::Read {
         path: path.to_path_buf(),
         source,
     })?;
     let base_dir = path.parent().unwrap_or_else(|| Path::new("."));
-    compile_source(&source, &path.display().to_string(), base_dir)
+    compile_with(
+        &source,
+        &path.display().to_string(),
+        base_dir,
+        EVALUATION_LIMIT,
+        inputs,
+    )
 }
 
 /// Compiles `source`, named `file_name` in error locations (its stem names the plan); data
@@ -59,7 +75,18 @@ fn compile_with_limit(
     base_dir: &Path,
     limit: Duration,
 ) -> Result<Plan, ScriptError> {
-    let record = js::evaluate(source, file_name, limit)?;
+    compile_with(source, file_name, base_dir, limit, &ScriptInputs::default())
+        .map(|compiled| compiled.plan)
+}
+
+fn compile_with(
+    source: &str,
+    file_name: &str,
+    base_dir: &Path,
+    limit: Duration,
+    inputs: &ScriptInputs,
+) -> Result<Compiled, ScriptError> {
+    let record = js::evaluate_with(source, file_name, limit, inputs)?;
     let name = Path::new(file_name).file_stem().map_or_else(
         || file_name.to_string(),
         |s| s.to_string_lossy().into_owned(),

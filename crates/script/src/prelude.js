@@ -3,15 +3,18 @@
 // call time, the stack of the call for its location, nested steps); the Rust side turns the
 // record into a plan and does all semantic checks. Per-client values (getVar, row.get,
 // generate, lastHttpStatus) are marker strings "\uE000...\uE001" that survive concatenation.
-(function () {
+// Called with the process environment (for `definition.env`) and the command line's
+// `--define` pairs ([path, value]); returns the record.
+(function (env, defines) {
   "use strict";
   var OPEN = "\uE000";
   var CLOSE = "\uE001";
   var NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
   var ir = { defs: [], loads: [], getVars: [], columns: [] };
-  var loadHandles = new Map(); // file name -> handle object
+  var loadHandles = new Map(); // file name and options -> handle object
   var handles = new WeakMap(); // handle object -> index into ir.loads
   var rowVars = new WeakMap(); // row object -> bound variable
+  var generators = new Map(); // session.ds.define name -> generate arguments
   var current = null; // the session being recorded: { index, stack: [steps...] }
   var sessionCount = 0;
   var rowCount = 0;
@@ -153,21 +156,26 @@
   }
 
   var ds = strict("session.ds", {
-    loadStructured: function (file) {
+    // Options are those of a StormForger structured data source: `delimiter` (one
+    // character), `fields` (column names, for a file without a header row) and
+    // `first_row_headers`.
+    loadStructured: function (file, options) {
       inSession("session.ds.loadStructured");
       if (typeof file !== "string" || file === "") {
         throw dslError("`session.ds.loadStructured`: give the data file's name, as a string");
       }
-      if (arguments.length > 1) {
-        throw dslError("`session.ds.loadStructured` takes one argument, the file name");
+      if (arguments.length > 2) {
+        throw dslError("`session.ds.loadStructured` takes the file name and an options object");
       }
-      if (loadHandles.has(file)) {
-        return loadHandles.get(file);
+      var copied = snapshot(options === undefined ? null : options, 0);
+      var key = file + "\u0000" + JSON.stringify(copied);
+      if (loadHandles.has(key)) {
+        return loadHandles.get(key);
       }
       var handle = Object.freeze({ file: file });
       handles.set(handle, ir.loads.length);
-      ir.loads.push({ file: file, loc: here() });
-      loadHandles.set(file, handle);
+      ir.loads.push({ file: file, options: copied, loc: here() });
+      loadHandles.set(key, handle);
       return handle;
     },
     pickFrom: function (handle) {
@@ -181,6 +189,46 @@
       var variable = "_row" + rowCount;
       list.push(call("pickFrom", Array.prototype.slice.call(arguments), { var: variable }));
       return makeRow(variable, handles.get(handle));
+    },
+    getRawFile: function (file) {
+      inSession("session.ds.getRawFile");
+      if (typeof file !== "string" || file === "" || file.indexOf(CLOSE) >= 0) {
+        throw dslError("`session.ds.getRawFile`: give the file's name, as a string");
+      }
+      return marker("f:" + file);
+    },
+    // A named generator: define(name, {type, ...options}) or define(name, type, options);
+    // generateFrom(name) then draws from it like generate(type, options).
+    define: function (name, spec, options) {
+      inSession("session.ds.define");
+      if (typeof name !== "string" || name === "") {
+        throw dslError("`session.ds.define`: give the generator a name, as a string");
+      }
+      var kind = spec;
+      var rest = options;
+      if (spec !== null && typeof spec === "object") {
+        kind = spec.type;
+        rest = {};
+        Object.keys(spec).forEach(function (key) {
+          if (key !== "type") {
+            rest[key] = spec[key];
+          }
+        });
+      }
+      if (typeof kind !== "string") {
+        throw dslError("`session.ds.define`: name the generator's type (random_number, random_string, uuid)");
+      }
+      generators.set(name, rest === undefined ? [kind] : [kind, snapshot(rest, 0)]);
+    },
+    generateFrom: function (name) {
+      inSession("session.ds.generateFrom");
+      if (!generators.has(name)) {
+        throw dslError(
+          "`session.ds.generateFrom`: no generator named `" + String(name) +
+            "` (define it first with session.ds.define)"
+        );
+      }
+      return ds.generate.apply(null, generators.get(name));
     },
     generate: function () {
       var list = steps("session.ds.generate");
@@ -224,6 +272,10 @@
       ir.getVars.push({ name: name, loc: here(), session: active.index });
       return marker("v:" + name);
     },
+    // StormForger's name for a value a response's extraction matched.
+    matchedValue: function (name) {
+      return session.getVar(name);
+    },
     lastHttpStatus: function () {
       inSession("session.lastHttpStatus");
       return marker("s");
@@ -242,6 +294,26 @@
   var definition = strict("definition", {
     setTarget: function () {
       ir.defs.push(call("setTarget", Array.prototype.slice.call(arguments)));
+    },
+    addTarget: function () {
+      ir.defs.push(call("addTarget", Array.prototype.slice.call(arguments)));
+    },
+    setTargets: function () {
+      ir.defs.push(call("setTargets", Array.prototype.slice.call(arguments)));
+    },
+    setAuthentication: function () {
+      ir.defs.push(call("setAuthentication", Array.prototype.slice.call(arguments)));
+    },
+    setSessionProbabilities: function () {
+      ir.defs.push(call("setSessionProbabilities", Array.prototype.slice.call(arguments)));
+    },
+    // An environment value at plan time (undefined when unset); only what is read enters
+    // the plan.
+    env: function (name) {
+      if (typeof name !== "string" || name === "") {
+        throw dslError("`definition.env`: name the environment variable, as a string");
+      }
+      return Object.prototype.hasOwnProperty.call(env, name) ? env[name] : undefined;
     },
     setArrivalPhases: function () {
       ir.defs.push(call("setArrivalPhases", Array.prototype.slice.call(arguments)));
@@ -281,5 +353,54 @@
   Object.defineProperty(globalThis, "definition", {
     value: definition, writable: false, enumerable: false, configurable: false,
   });
+
+  // `--define` as StormForger's CLI (esbuild) does it: `NAME=VALUE` replaces a global,
+  // `defines.env=VALUE` a field under one. Scripts default them with `defines = {}` and
+  // `defines.env || "staging"`, so each root is a global whose setter re-applies the
+  // command line's fields to whatever object the script assigns.
+  function applyDefines(root, object) {
+    defines.forEach(function (pair) {
+      var path = pair[0].split(".");
+      if (path[0] !== root || path.length < 2 || object === null || typeof object !== "object") {
+        return;
+      }
+      var at = object;
+      for (var i = 1; i < path.length - 1; i++) {
+        if (at[path[i]] === null || typeof at[path[i]] !== "object") {
+          at[path[i]] = {};
+        }
+        at = at[path[i]];
+      }
+      at[path[path.length - 1]] = pair[1];
+    });
+    return object;
+  }
+  var roots = ["defines"];
+  defines.forEach(function (pair) {
+    var root = pair[0].split(".")[0];
+    if (!NAME.test(root) || root === "definition") {
+      throw dslError("--define " + pair[0] + ": the name must be a global identifier or a path under one (like defines.env)");
+    }
+    if (pair[0] === root) {
+      var fixed = pair[1];
+      Object.defineProperty(globalThis, root, {
+        get: function () { return fixed; }, set: function () {}, configurable: true,
+      });
+    } else if (roots.indexOf(root) < 0) {
+      roots.push(root);
+    }
+  });
+  roots.forEach(function (root) {
+    if (Object.prototype.hasOwnProperty.call(globalThis, root)) {
+      return;
+    }
+    var current = applyDefines(root, {});
+    Object.defineProperty(globalThis, root, {
+      get: function () { return current; },
+      set: function (value) { current = applyDefines(root, value); },
+      // Configurable, so a script's own `let defines` / `const defines` still declares.
+      configurable: true,
+    });
+  });
   return ir;
-})()
+})

@@ -8,7 +8,7 @@ use crate::value::{self, parts, Part};
 use crate::ScriptError;
 use barrage_plan::{
     Body, BodyCoding, Extraction, Extractor, Header, HeaderField, JsonTemplate, Method,
-    RequestStep, Step, Value,
+    RequestStep, Step, Target, Value,
 };
 
 const REQUEST_OPTIONS: &[&str] = &[
@@ -20,6 +20,7 @@ const REQUEST_OPTIONS: &[&str] = &[
     "compress",
     "extraction",
     "abort_on_error",
+    "payload_from_file",
 ];
 
 fn is_name_start(c: char) -> bool {
@@ -72,7 +73,14 @@ impl SessionBuilder<'_> {
         let none = JsVal::Undefined;
         let mut request = RequestStep::simple(method, "", 0);
         let mut tag = None;
-        for (key, v) in a.options(call.args.get(1).unwrap_or(&none), REQUEST_OPTIONS)? {
+        let mut accept_gzip = false;
+        let given = a.options(call.args.get(1).unwrap_or(&none), REQUEST_OPTIONS)?;
+        if given.iter().any(|(k, _)| k == "payload")
+            && given.iter().any(|(k, _)| k == "payload_from_file")
+        {
+            return Err(a.err("give either `payload` or `payload_from_file`, not both"));
+        }
+        for (key, v) in given {
             match key.as_str() {
                 "tag" => {
                     let text = a.string(v, "tag")?;
@@ -83,8 +91,15 @@ impl SessionBuilder<'_> {
                 }
                 "params" => request.params = value::pairs(v, a, "params")?,
                 "headers" => request.headers = headers(v, a)?,
-                "payload" => request.body = Some(value::body(v, a)?),
-                "gzip" => request.gzip = a.bool(v, "gzip")?,
+                "payload" => request.body = Some(self.payload(v, a)?),
+                "payload_from_file" => {
+                    let file = a.string(v, "payload_from_file")?;
+                    let bytes = crate::data::read_raw(file, self.base_dir).map_err(|e| a.err(e))?;
+                    request.body = Some(Body::Raw { bytes });
+                }
+                // StormForger's `gzip: true` asks for a gzip-compressed response; compressing the
+                // request body is barrage's `compress: "gzip"`.
+                "gzip" => accept_gzip = a.bool(v, "gzip")?,
                 "compress" => {
                     let text = a.string(v, "compress")?;
                     request.compress = Some(BodyCoding::parse(text).ok_or_else(|| {
@@ -97,8 +112,15 @@ impl SessionBuilder<'_> {
                 _ => request.abort_on_error = a.bool(v, "abort_on_error")?,
             }
         }
-        if request.gzip && request.body.is_none() {
-            return Err(a.err("`gzip: true` needs a `payload` to compress"));
+        let asks_encoding = request
+            .headers
+            .iter()
+            .any(|h| h.name.eq_ignore_ascii_case("accept-encoding"));
+        if accept_gzip && !asks_encoding {
+            request.headers.push(HeaderField {
+                name: "Accept-Encoding".into(),
+                value: Value::text("gzip"),
+            });
         }
         if request.compress.is_some() && request.body.is_none() {
             return Err(a.err("`compress` needs a `payload` to compress"));
@@ -107,13 +129,14 @@ impl SessionBuilder<'_> {
             JsVal::Str(text) => text,
             other => return Err(a.err(format_args!("the path must be text, got {}", other.kind()))),
         };
-        let display = self.path(path_text, &mut request, a)?;
+        let path_text = self.strip_origin(path_text, a)?;
+        let display = self.path(&path_text, &mut request, a)?;
         if !request.path.starts_with('/') {
             return Err(a.err(format_args!(
                 "the path `{display}` must start with `/` (the target is set with definition.setTarget)"
             )));
         }
-        self.check_placeholders(&request, a)?;
+        self.check_placeholders(&mut request, a)?;
         request.tag = self
             .tags
             .intern(&tag.unwrap_or_else(|| format!("{} {display}", method.as_str())));
@@ -168,27 +191,90 @@ impl SessionBuilder<'_> {
                         "the path holds session.lastResponse(...), which only session.add takes",
                     ))
                 }
+                Part::RawFile(_) => {
+                    return Err(a.err(
+                        "the path holds session.ds.getRawFile(...), which only `payload` takes",
+                    ))
+                }
             }
         }
         Ok(display)
     }
 
-    /// Every placeholder resolves (params, or a variable bound before this request) and every
-    /// param fills a placeholder.
-    fn check_placeholders(&self, request: &RequestStep, a: &Args) -> Result<(), ScriptError> {
-        let names = placeholders(&request.path);
+    /// The body of `payload`: a raw file from `session.ds.getRawFile` is sent as its bytes.
+    fn payload(&self, v: &JsVal, a: &Args) -> Result<Body, ScriptError> {
+        if let JsVal::Str(text) = v {
+            if let [Part::RawFile(file)] = parts(text).as_slice() {
+                let bytes = crate::data::read_raw(file, self.base_dir).map_err(|e| a.err(e))?;
+                return Ok(Body::Raw { bytes });
+            }
+        }
+        value::body(v, a)
+    }
+
+    /// An absolute URL (`http://host/path`, as StormForger test cases often write) is split
+    /// into its origin, which must be the test's target (checked once the target is known),
+    /// and its path.
+    fn strip_origin(&mut self, text: &str, a: &Args) -> Result<String, ScriptError> {
+        let Some(scheme_end) = ["http://", "https://"]
+            .iter()
+            .find(|s| {
+                text.get(..s.len())
+                    .is_some_and(|head| head.eq_ignore_ascii_case(s))
+            })
+            .map(|s| s.len())
+        else {
+            return Ok(text.to_string());
+        };
+        let end = text[scheme_end..]
+            .find(['/', '?'])
+            .map_or(text.len(), |i| scheme_end + i);
+        let origin = &text[..end];
+        if value::has_marker(origin) {
+            return Err(a.err(format_args!(
+                "the host of the URL `{origin}` is a per-client value; barrage sends every request to the one target"
+            )));
+        }
+        let (target, _) = Target::split_url(origin).map_err(|e| a.err(e))?;
+        self.origins.push((target, a.loc.clone()));
+        let rest = &text[end..];
+        Ok(if rest.starts_with('?') {
+            format!("/{rest}")
+        } else if rest.is_empty() {
+            "/".to_string()
+        } else {
+            rest.to_string()
+        })
+    }
+
+    /// Every placeholder resolves (params, or a variable bound before this request). A param
+    /// that fills no placeholder is dropped with a warning: StormForger ran such scripts.
+    fn check_placeholders(
+        &mut self,
+        request: &mut RequestStep,
+        a: &Args,
+    ) -> Result<(), ScriptError> {
+        let names: Vec<String> = placeholders(&request.path)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
         for (i, (param, _)) in request.params.iter().enumerate() {
             if request.params[..i].iter().any(|(p, _)| p == param) {
                 return Err(a.err(format_args!("param `{param}` is given twice")));
             }
-            if !names.contains(&param.as_str()) {
-                return Err(a.err(format_args!(
-                    "param `{param}` is not used: the path `{}` has no `:{param}` placeholder",
-                    request.path
-                )));
-            }
         }
-        for name in names {
+        let path = request.path.clone();
+        request.params.retain(|(param, _)| {
+            let used = names.contains(param);
+            if !used {
+                self.warnings.push(format!(
+                    "{}: warning: {}: param `{param}` is not used (the path `{path}` has no `:{param}` placeholder); it is ignored",
+                    a.loc, a.what
+                ));
+            }
+            used
+        });
+        for name in &names {
             let in_params = request.params.iter().any(|(p, _)| p == name);
             if !in_params && !self.bound.contains(name) {
                 return Err(a.err(format_args!(
@@ -223,7 +309,7 @@ fn headers(js: &JsVal, a: &Args) -> Result<Vec<HeaderField>, ScriptError> {
 
 fn extraction(js: &JsVal, a: &Args) -> Result<Vec<Extraction>, ScriptError> {
     let mut extractions: Vec<Extraction> = Vec::new();
-    for (kind, map) in a.options(js, &["jsonpath", "regexp", "header"])? {
+    for (kind, map) in a.options(js, &["jsonpath", "regexp", "header", "xpath"])? {
         for (var, expression) in a.map(map, &format!("extraction.{kind}"))? {
             let field = format!("extraction.{kind}.{var}");
             if !is_var_name(var) {
@@ -243,12 +329,19 @@ fn extraction(js: &JsVal, a: &Args) -> Result<Vec<Extraction>, ScriptError> {
             if text.is_empty() {
                 return Err(a.err(format_args!("`{field}` must not be empty")));
             }
+            // StormForger's JSONPaths may leave out the root: `token` means `$.token`.
+            let rooted;
+            let text = if kind == "jsonpath" && !text.starts_with('$') {
+                rooted = if text.starts_with('[') {
+                    format!("${text}")
+                } else {
+                    format!("$.{text}")
+                };
+                rooted.as_str()
+            } else {
+                text
+            };
             let extractor = match kind.as_str() {
-                "jsonpath" if !text.starts_with('$') => {
-                    return Err(a.err(format_args!(
-                        "`{field}`: a JSONPath starts with `$`, got `{text}`"
-                    )))
-                }
                 "jsonpath" => {
                     // Checked here, so a typo is the script's error at its line, not the run's.
                     if let Err(e) = serde_json_path::JsonPath::parse(text) {
@@ -269,6 +362,20 @@ fn extraction(js: &JsVal, a: &Args) -> Result<Vec<Extraction>, ScriptError> {
                     }
                     Extractor::Regexp {
                         pattern: text.into(),
+                    }
+                }
+                "xpath" => {
+                    match sxd_xpath::Factory::new().build(text) {
+                        Ok(Some(_)) => {}
+                        Ok(None) => return Err(a.err(format_args!("`{field}` is empty"))),
+                        Err(e) => {
+                            return Err(
+                                a.err(format_args!("`{field}`: invalid XPath `{text}`: {e}"))
+                            )
+                        }
+                    }
+                    Extractor::XPath {
+                        expression: text.into(),
                     }
                 }
                 _ => Extractor::Header { name: text.into() },

@@ -6,7 +6,7 @@
 use crate::error::Location;
 use rquickjs::context::EvalOptions;
 use rquickjs::convert::Coerced;
-use rquickjs::{Ctx, Runtime};
+use rquickjs::Runtime;
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Instant;
@@ -53,20 +53,17 @@ pub fn script_options(file: &str) -> EvalOptions {
     options
 }
 
-/// What a thrown value says: its location in `file` (from the stack of an `Error`, else the
-/// file alone), its `name: message` text, and the thrown object when it is an `Error`.
-pub fn describe_thrown<'js>(
-    ctx: &Ctx<'js>,
-    thrown: &rquickjs::Value<'js>,
-    file: &str,
-) -> (Location, String) {
+/// What a thrown value says: its location in the innermost frame of one of `files` (the
+/// first is the script; from the stack of an `Error`, else the script alone), and its
+/// `name: message` text.
+pub fn describe_thrown(thrown: &rquickjs::Value<'_>, files: &[&str]) -> (Location, String) {
+    let file = files.first().copied().unwrap_or("?");
     let Some(object) = thrown.as_object().filter(|_| thrown.is_error()) else {
         let text = thrown
             .get::<Coerced<String>>()
             .map_or_else(|_| "?".to_string(), |c| c.0);
         return (Location::file(file), format!("uncaught exception: {text}"));
     };
-    let _ = ctx;
     let text = |key: &str| -> String {
         object
             .get::<_, Option<Coerced<String>>>(key)
@@ -74,7 +71,7 @@ pub fn describe_thrown<'js>(
             .flatten()
             .map_or_else(String::new, |c| c.0)
     };
-    let location = Location::from_stack(file, &text("stack"));
+    let location = Location::from_stack(files, &text("stack"));
     let message = text("message");
     let name = text("name");
     if name.is_empty() {

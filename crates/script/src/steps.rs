@@ -6,8 +6,9 @@ use crate::js::Call;
 use crate::jsval::{Args, JsVal};
 use crate::value::{self, parts, Part};
 use crate::ScriptError;
-use barrage_plan::{Binding, Check, CompareOp, Condition, Method, Step, Value, Wait};
+use barrage_plan::{Binding, Check, CompareOp, Condition, Method, Step, Target, Value, Wait};
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 
 /// Request tags, interned: requests refer to them by index.
 #[derive(Debug, Default)]
@@ -36,15 +37,24 @@ pub(crate) struct SessionBuilder<'a> {
     pub bound: HashSet<String>,
     /// Variables read by values, with the location of the step that reads them.
     pub uses: Vec<(String, Location)>,
+    /// Where raw files (`payload_from_file`, `session.ds.getRawFile`) are read from.
+    pub base_dir: &'a Path,
+    /// Origins of requests written as absolute URLs, checked against the target.
+    pub origins: Vec<(Target, Location)>,
+    /// One-line warnings (`FILE:LINE:COL: warning: ...`).
+    pub warnings: Vec<String>,
 }
 
 impl<'a> SessionBuilder<'a> {
-    pub(crate) fn new(tags: &'a mut Tags, sources: &'a [usize]) -> Self {
+    pub(crate) fn new(tags: &'a mut Tags, sources: &'a [usize], base_dir: &'a Path) -> Self {
         Self {
             tags,
             sources,
             bound: HashSet::new(),
             uses: Vec::new(),
+            base_dir,
+            origins: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -278,7 +288,7 @@ mod tests {
     #[test]
     fn builds_waits_and_checks() {
         let mut tags = Tags::default();
-        let mut b = SessionBuilder::new(&mut tags, &[]);
+        let mut b = SessionBuilder::new(&mut tags, &[], Path::new("."));
         let steps = b
             .steps(&[
                 call("waitUniform", vec![JsVal::Num(1.0), JsVal::Num(2.0)]),
@@ -311,7 +321,7 @@ mod tests {
     #[test]
     fn rejects_bad_waits_generators_and_counts() {
         let mut tags = Tags::default();
-        let mut b = SessionBuilder::new(&mut tags, &[]);
+        let mut b = SessionBuilder::new(&mut tags, &[], Path::new("."));
         let err = |b: &mut SessionBuilder, c: Call| b.steps(&[c]).unwrap_err().to_string();
         assert!(err(&mut b, call("wait", vec![JsVal::Num(-1.0)])).contains("must not be negative"));
         assert!(err(&mut b, call("waitExp", vec![JsVal::Num(f64::INFINITY)])).contains("finite"));

@@ -24,6 +24,8 @@ pub(crate) enum Part {
     Row(String),
     /// `session.lastResponse(name)`: a timing, for `session.add` only.
     Timing(String),
+    /// `session.ds.getRawFile(name)`: a file's bytes, for `payload` only.
+    RawFile(String),
 }
 
 fn marker(body: &str) -> Option<Part> {
@@ -43,6 +45,7 @@ fn marker(body: &str) -> Option<Part> {
         "d" => Part::Handle(rest.parse().ok()?),
         "r" => Part::Row(rest.to_string()),
         "t" => Part::Timing(rest.to_string()),
+        "f" => Part::RawFile(rest.to_string()),
         _ => return None,
     })
 }
@@ -101,6 +104,11 @@ pub(crate) fn text_value(text: &str, a: &Args, name: &str) -> Result<Value, Scri
                     "`{name}`: session.lastResponse(...) can only be given to session.add"
                 )))
             }
+            Part::RawFile(_) => {
+                return Err(a.err(format_args!(
+                    "`{name}`: session.ds.getRawFile(...) can only be a request's `payload`"
+                )))
+            }
         });
     }
     Ok(if values.len() == 1 {
@@ -133,23 +141,51 @@ pub(crate) fn pairs(js: &JsVal, a: &Args, name: &str) -> Result<Vec<(String, Val
         .collect()
 }
 
-/// A request body from `payload`: text, a JSON document, or `{form: {...}}`.
+/// A request body from `payload`, as StormForger reads it: text is sent as it is, an object
+/// is form-encoded. barrage's extensions have names of their own: `{json: object or array}`
+/// sends JSON, `{form: {...}}` is the explicit form.
 pub(crate) fn body(payload: &JsVal, a: &Args) -> Result<Body, ScriptError> {
     match payload {
         JsVal::Str(_) | JsVal::Num(_) => Ok(Body::Text {
             value: value(payload, a, "payload")?,
         }),
+        JsVal::Obj(fields)
+            if fields.len() == 1
+                && fields[0].0 == "json"
+                && matches!(fields[0].1, JsVal::Obj(_) | JsVal::Arr(_)) =>
+        {
+            Ok(Body::Json {
+                template: json_template(&fields[0].1, a, "payload.json")?,
+            })
+        }
         JsVal::Obj(fields) if fields.len() == 1 && fields[0].0 == "form" => Ok(Body::Form {
-            fields: pairs(&fields[0].1, a, "payload.form")?,
+            fields: form_fields(&fields[0].1, a, "payload.form")?,
         }),
-        JsVal::Obj(_) | JsVal::Arr(_) => Ok(Body::Json {
-            template: json_template(payload, a, "payload")?,
+        JsVal::Obj(_) => Ok(Body::Form {
+            fields: form_fields(payload, a, "payload")?,
         }),
+        JsVal::Arr(_) => Err(a.err(
+            "`payload` is an array; StormForger sends objects form-encoded, so for a JSON body write `payload: {json: [...]}` (or `payload: JSON.stringify(...)`)",
+        )),
         other => Err(a.err(format_args!(
-            "`payload` must be text, an object or an array, got {}",
+            "`payload` must be text or an object, got {}",
             other.kind()
         ))),
     }
+}
+
+/// Form fields: each value is text or a number (a nested object or array has no form
+/// encoding, so it is an error rather than `[object Object]` on the wire).
+fn form_fields(js: &JsVal, a: &Args, name: &str) -> Result<Vec<(String, Value)>, ScriptError> {
+    for (key, v) in a.map(js, name)? {
+        if matches!(v, JsVal::Obj(_) | JsVal::Arr(_)) {
+            return Err(a.err(format_args!(
+                "`{name}.{key}` is {}, which a form cannot hold; for a JSON body write `payload: {{json: {{...}}}}`",
+                v.kind()
+            )));
+        }
+    }
+    pairs(js, a, name)
 }
 
 fn is_static(js: &JsVal) -> bool {

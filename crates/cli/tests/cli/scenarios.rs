@@ -36,15 +36,6 @@ definition.session("heartbeat", function (session) {{
     scratch_file("heartbeat.js", script.as_bytes())
 }
 
-fn tag<'a>(summary: &'a Value, name: &str) -> &'a Value {
-    summary["tags"]
-        .as_array()
-        .expect("tags")
-        .iter()
-        .find(|t| t["tag"] == name)
-        .unwrap_or_else(|| panic!("no tag {name} in {summary:#}"))
-}
-
 #[test]
 fn heartbeat_scenario_runs_end_to_end() {
     let _heavy = heavy_lock();

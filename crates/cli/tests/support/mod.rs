@@ -417,3 +417,13 @@ pub fn scratch_file(name: &str, contents: &[u8]) -> std::path::PathBuf {
     std::fs::write(&path, contents).expect("write scratch file");
     path
 }
+
+/// The summary's entry for the request tag `name`.
+pub fn tag<'a>(summary: &'a Value, name: &str) -> &'a Value {
+    summary["tags"]
+        .as_array()
+        .expect("tags")
+        .iter()
+        .find(|t| t["tag"] == name)
+        .unwrap_or_else(|| panic!("no tag {name} in {summary:#}"))
+}

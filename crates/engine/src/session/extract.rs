@@ -22,6 +22,32 @@ enum Source {
     Regex(regex::bytes::Regex),
     /// Index into [`Extractions::headers`].
     Header(usize),
+    /// Checked at compile time; built per response, as sxd-xpath's compiled form cannot be
+    /// shared between worker threads (the XML parse costs far more anyway).
+    XPath(String),
+}
+
+/// Compiles an XPath 1.0 expression, or says why it is not one.
+pub(crate) fn check_xpath(expression: &str) -> Result<sxd_xpath::XPath, String> {
+    match sxd_xpath::Factory::new().build(expression) {
+        Ok(Some(xpath)) => Ok(xpath),
+        Ok(None) => Err("the expression is empty".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The string value of `expression` over `body` parsed as XML; `None` when the body is not
+/// XML or the result is an empty node set.
+fn xpath_value(expression: &str, body: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(body).ok()?;
+    let package = sxd_document::parser::parse(text).ok()?;
+    let document = package.as_document();
+    let xpath = check_xpath(expression).ok()?;
+    let context = sxd_xpath::Context::new();
+    match xpath.evaluate(&context, document.root()).ok()? {
+        sxd_xpath::Value::Nodeset(nodes) => nodes.document_order_first().map(|n| n.string_value()),
+        value => Some(value.string()),
+    }
 }
 
 /// The extractions of one request.
@@ -154,6 +180,14 @@ impl Extractions {
                     out.headers.push(name.clone());
                     Source::Header(out.headers.len() - 1)
                 }
+                Extractor::XPath { expression } => {
+                    out.body = true;
+                    check_xpath(expression).map_err(|reason| SessionProblem::XPath {
+                        expression: expression.clone(),
+                        reason,
+                    })?;
+                    Source::XPath(expression.clone())
+                }
             };
             out.items.push((scope.var(&extraction.var), source));
         }
@@ -199,6 +233,9 @@ impl Extractions {
                     text.push_str(&String::from_utf8_lossy(found.as_bytes()));
                     Some(())
                 }),
+                Source::XPath(expression) => body
+                    .and_then(|body| xpath_value(expression, body))
+                    .map(|found| state.set_text(*var).push_str(&found)),
                 Source::JsonPath(path) => {
                     let document = json.get_or_insert_with(|| {
                         body.and_then(|body| serde_json::from_slice(body).ok())
@@ -417,6 +454,20 @@ mod tests {
             extractions.apply(&corrupt, &mut BodyDecoder::default(), &mut state),
             1
         );
+    }
+
+    #[test]
+    fn xpath_reads_xml_bodies() {
+        let body = br#"<?xml version="1.0"?><feed><entry id="e1"><title>First</title></entry><entry id="e2"/></feed>"#;
+        assert_eq!(
+            xpath_value("/feed/entry/title", body).as_deref(),
+            Some("First")
+        );
+        assert_eq!(xpath_value("//entry[2]/@id", body).as_deref(), Some("e2"));
+        assert_eq!(xpath_value("count(//entry)", body).as_deref(), Some("2"));
+        assert_eq!(xpath_value("//missing", body), None);
+        assert_eq!(xpath_value("/feed", b"{\"not\": \"xml\"}"), None);
+        assert!(check_xpath("//[").is_err());
     }
 
     #[test]

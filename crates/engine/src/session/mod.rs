@@ -50,6 +50,8 @@ pub enum SessionProblem {
     JsonPath { path: String, reason: String },
     #[error("invalid regular expression `{pattern}`: {reason}")]
     Regex { pattern: String, reason: String },
+    #[error("invalid XPath `{expression}`: {reason}")]
+    XPath { expression: String, reason: String },
     #[error("invalid JSON in a body template: `{json}`: {reason}")]
     BadJson { json: String, reason: String },
     #[error("`{var}` is not bound by a pick_row binding, so it has no column `{column}`")]

@@ -135,7 +135,7 @@ fn path_template(
         };
         if let Some(value) = value {
             out.literal(&bytes[literal_from..i]);
-            out.value(value, Encoding::Url);
+            out.value(value, Encoding::AsWritten);
             literal_from = end;
         }
         i = end;

@@ -125,8 +125,11 @@ impl CValue {
 pub(crate) enum Encoding {
     /// As it is (text bodies).
     Plain,
-    /// Percent-encoded except RFC 3986 unreserved characters (path placeholders, form fields).
+    /// Percent-encoded except RFC 3986 unreserved characters (form fields).
     Url,
+    /// As written, as StormForger substitutes `:params`: only what a request target cannot
+    /// carry (space, control bytes, `#`, non-ASCII) is percent-encoded.
+    AsWritten,
     /// The inside of a JSON string (the quotes are literal pieces around it).
     JsonString,
     /// A header value: line breaks and control characters are dropped (no header injection).
@@ -135,22 +138,26 @@ pub(crate) enum Encoding {
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
+/// Appends `text` to `out`, percent-encoding every byte `keep` does not keep.
+fn percent_encode(text: &str, out: &mut Vec<u8>, keep: fn(u8) -> bool) {
+    for &b in text.as_bytes() {
+        if keep(b) {
+            out.push(b);
+        } else {
+            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        }
+    }
+}
+
 /// Appends `text` to `out` in `encoding`.
 pub(crate) fn encode_into(encoding: Encoding, text: &str, out: &mut Vec<u8>) {
     match encoding {
         Encoding::Plain => out.extend_from_slice(text.as_bytes()),
-        Encoding::Url => {
-            for &b in text.as_bytes() {
-                if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-                    out.push(b);
-                } else {
-                    out.extend_from_slice(&[
-                        b'%',
-                        HEX[usize::from(b >> 4)],
-                        HEX[usize::from(b & 15)],
-                    ]);
-                }
-            }
+        Encoding::Url => percent_encode(text, out, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+        }),
+        Encoding::AsWritten => {
+            percent_encode(text, out, |b| (0x21..0x7f).contains(&b) && b != b'#')
         }
         Encoding::JsonString => {
             for &b in text.as_bytes() {
@@ -344,6 +351,9 @@ mod tests {
         let mut out = Vec::new();
         encode_into(Encoding::Url, "a b/ü?&=~-._", &mut out);
         assert_eq!(out, b"a%20b%2F%C3%BC%3F%26%3D~-._");
+        out.clear();
+        encode_into(Encoding::AsWritten, "a b/ü?&=%2F#\r", &mut out);
+        assert_eq!(out, b"a%20b/%C3%BC?&=%2F%23%0D");
         out.clear();
         encode_into(Encoding::JsonString, "q\"\\\n\u{1}é", &mut out);
         assert_eq!(
