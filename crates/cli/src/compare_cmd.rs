@@ -78,6 +78,46 @@ fn resolve(
     })
 }
 
+/// What makes runs unlike the baseline (the first run named): another target, or another
+/// plan (named by the parts that differ). A comparison of such runs compares more than one
+/// change.
+fn differences(groups: &[Vec<Named>]) -> Vec<String> {
+    let mut runs = groups.iter().flatten();
+    let Some(base) = runs.next() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for run in runs {
+        let (a, b) = (&base.results.meta, &run.results.meta);
+        if a.target != b.target {
+            out.push(format!(
+                "{} ran against {}, the baseline {} against {}: not a like-for-like comparison",
+                run.label, b.target, base.label, a.target
+            ));
+        }
+        // The test's name is no part of what it does.
+        let parts: Vec<String> = match (a.plan.as_object(), b.plan.as_object()) {
+            (Some(x), Some(y)) => x
+                .keys()
+                .chain(y.keys().filter(|k| !x.contains_key(*k)))
+                .filter(|k| *k != "name" && x.get(*k) != y.get(*k))
+                .cloned()
+                .collect(),
+            _ if a.plan != b.plan => vec!["plans".into()],
+            _ => Vec::new(),
+        };
+        if !parts.is_empty() {
+            out.push(format!(
+                "{} ran a different plan than the baseline {} ({} differ): not a like-for-like comparison",
+                run.label,
+                base.label,
+                parts.join(", ")
+            ));
+        }
+    }
+    out
+}
+
 /// Prints the comparison; returns the exit code (3 when a rule is broken).
 pub fn compare_command(args: &CompareArgs) -> anyhow::Result<i32> {
     let rules = match &args.fail_on {
@@ -102,6 +142,9 @@ pub fn compare_command(args: &CompareArgs) -> anyhow::Result<i32> {
         return Err(usage(
             "compare: give at least two runs or groups (baseline first)",
         ));
+    }
+    for warning in differences(&groups) {
+        eprintln!("warning: {warning}");
     }
     let figures: Vec<Group> = groups
         .iter()
@@ -131,11 +174,10 @@ pub fn compare_command(args: &CompareArgs) -> anyhow::Result<i32> {
                 })
             })
             .collect();
-        std::fs::write(
-            out,
-            barrage_report::render_compare_html(&figures, &runs, &rules),
-        )
-        .with_context(|| format!("writing {}", out.display()))?;
+        let page = barrage_report::render_compare_html(&figures, &runs, &rules);
+        barrage_results::create_private(out)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, page.as_bytes()))
+            .with_context(|| format!("writing {}", out.display()))?;
     }
     if broken.is_empty() {
         return Ok(exit::OK);

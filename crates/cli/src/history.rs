@@ -35,6 +35,8 @@ const MIGRATIONS: &[&str] = &[
      ALTER TABLE runs ADD COLUMN p99_ms REAL;
      ALTER TABLE runs ADD COLUMN duration_s REAL;
      CREATE INDEX runs_by_script ON runs (script);",
+    // 3: the generator self-check's verdict (NULL for runs recorded before it).
+    "ALTER TABLE runs ADD COLUMN trustworthy INTEGER;",
 ];
 
 /// The database to use: `--history`, else `$BARRAGE_HISTORY`, else the user's data directory.
@@ -59,6 +61,11 @@ pub fn path(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
 pub fn open(path: &Path) -> anyhow::Result<Connection> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    if !path.exists() {
+        // Owner-only, like every file a run leaves behind (SQLite keeps the mode).
+        barrage_results::open_private(path)
+            .with_context(|| format!("creating {}", path.display()))?;
     }
     let mut conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
@@ -97,8 +104,9 @@ pub fn record(
     let ms = |p: f64| summary.latency.percentile(p).unwrap_or(0) as f64 / 1e3;
     conn.execute(
         "INSERT INTO runs (started_at_unix_s, script, target, requests, rps, p95_ms, passed,
-                           results_path, name, command, overrides, errors, p50_ms, p99_ms, duration_s)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                           results_path, name, command, overrides, errors, p50_ms, p99_ms, duration_s,
+                           trustworthy)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         params![
             (meta.started_at_unix_ns / 1_000_000_000) as i64,
             meta.script,
@@ -115,6 +123,7 @@ pub fn record(
             ms(50.0),
             ms(99.0),
             summary.total_s,
+            summary.trustworthy,
         ],
     )?;
     Ok(conn.last_insert_rowid())
@@ -136,10 +145,12 @@ pub struct Run {
     pub p99_ms: Option<f64>,
     pub passed: bool,
     pub results_path: Option<String>,
+    /// The generator self-check's verdict (`None`: recorded before it was kept).
+    pub trustworthy: Option<bool>,
 }
 
 const COLUMNS: &str = "id, started_at_unix_s, name, script, target, requests, errors, rps, \
-                       p50_ms, p95_ms, p99_ms, passed, results_path";
+                       p50_ms, p95_ms, p99_ms, passed, results_path, trustworthy";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Run> {
     Ok(Run {
@@ -156,6 +167,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Run> {
         p99_ms: r.get(10)?,
         passed: r.get(11)?,
         results_path: r.get(12)?,
+        trustworthy: r.get(13)?,
     })
 }
 
@@ -196,6 +208,7 @@ pub fn render(runs: &[Run]) -> String {
         "p95",
         "p99",
         "verdict",
+        "trust",
         "results",
     ];
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}ms"));
@@ -214,6 +227,12 @@ pub fn render(runs: &[Run]) -> String {
             ms(Some(r.p95_ms)),
             ms(r.p99_ms),
             if r.passed { "pass" } else { "FAIL" }.into(),
+            match r.trustworthy {
+                Some(true) => "ok",
+                Some(false) => "UNTRUSTED",
+                None => "-",
+            }
+            .into(),
             r.results_path.clone().unwrap_or_else(|| "-".into()),
         ]);
     }

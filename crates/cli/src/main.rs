@@ -40,9 +40,9 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a test definition (JavaScript DSL, or a plan as .json)
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the plan a definition compiles to, as JSON
-    Plan(PlanArgs),
+    Plan(Box<PlanArgs>),
     /// Load one URL, hey-style (flags as hey users know them)
     Quick(Box<QuickArgs>),
     /// Run the bundled test server
@@ -300,7 +300,6 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 }
 
 fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
-    let trend_stats = args.outputs.trend_stats()?;
     let (plan, scripted) = match k6_front::load(&args.file, &args.k6, &args.overrides.resolve()?)? {
         Ok(Some(test)) => test,
         Ok(None) => (
@@ -309,61 +308,53 @@ fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
         ),
         Err(code) => return Ok(code),
     };
-    let streams = args.outputs.streams(&plan.tags)?;
-    let files = args.outputs.final_files()?;
     let context = runner::RunContext {
         command: "run",
         script: Some(args.file.display().to_string()),
         overrides: args.overrides.given(),
+        ..Default::default()
     };
-    let finished = runner::execute(
-        &plan,
-        RunOptions {
-            show_progress: runner::progress_wanted(),
-            streams,
-            trend_stats,
-            scripted,
-        },
-        &context,
+    let mut spec = runner::RunSpec::new(
+        plan,
+        context,
+        &args.outputs,
+        &args.record,
+        runner::progress_wanted(),
     )?;
+    spec.options.scripted = scripted;
+    let (finished, files) = spec.run()?;
     print_out(&render_run(&finished.summary))?;
-    files.write(&finished.summary)?;
-    record::keep(&args.record, &finished)?;
-    Ok(finished.exit_code(true))
+    record::keep(&args.record, &finished, files)?;
+    Ok(finished.exit_code())
 }
 
 fn quick_command(args: &QuickArgs) -> anyhow::Result<i32> {
     let format = args.output_format()?;
-    let trend_stats = args.outputs.trend_stats()?;
     let plan = quick_plan(args)?;
     if args.print_plan {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(exit::OK);
     }
-    let streams = args.outputs.streams(&plan.tags)?;
-    let files = args.outputs.final_files()?;
-    let finished = runner::execute(
-        &plan,
-        RunOptions {
-            show_progress: runner::progress_wanted() && format == OutputFormat::Text,
-            streams,
-            trend_stats,
-            scripted: None,
-        },
-        &runner::RunContext {
+    let spec = runner::RunSpec::new(
+        plan,
+        runner::RunContext {
             command: "quick",
             ..Default::default()
         },
+        &args.outputs,
+        &args.record,
+        runner::progress_wanted() && format == OutputFormat::Text,
     )?;
+    let (finished, files) = spec.run()?;
     let text = match format {
         OutputFormat::Text => render_hey(&finished.summary),
         OutputFormat::Json => finished.summary.to_json() + "\n",
     };
     print_out(&text)?;
-    files.write(&finished.summary)?;
-    record::keep(&args.record, &finished)?;
-    // hey's behaviour: failed requests are reported, not an error exit.
-    Ok(finished.exit_code(false))
+    record::keep(&args.record, &finished, files)?;
+    // hey's behaviour: failed requests are reported, not an error exit; but a run in which
+    // no request got a response is never a success.
+    Ok(finished.exit_code())
 }
 
 fn target_command(args: &TargetArgs) -> anyhow::Result<i32> {
@@ -404,6 +395,12 @@ fn target_command(args: &TargetArgs) -> anyhow::Result<i32> {
             Some((path, cert.fingerprint()))
         }
     };
+    // The generated certificate in the temp directory goes when the target stops (Ctrl-C,
+    // SIGTERM, SIGHUP); one written to --cert-out is the user's to keep.
+    let _temporary_cert = cert_path
+        .as_ref()
+        .filter(|_| args.cert_out.is_none())
+        .map(|(path, _)| RemoveOnDrop(path.clone()));
     let config = barrage_target::TargetConfig {
         listen,
         threads: args.threads,
@@ -422,6 +419,15 @@ fn target_command(args: &TargetArgs) -> anyhow::Result<i32> {
     })
     .context("barrage target")?;
     Ok(exit::OK)
+}
+
+/// Removes a file when dropped.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
@@ -464,6 +470,7 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
         threads: None,
         cpus: None,
         print_plan: false,
+        grace: None,
         outputs: OutputArgs::default(),
         record: record::RecordArgs::default(),
         protocol: Default::default(),

@@ -1,15 +1,17 @@
-//! Result outputs of `barrage run` and `barrage quick`: `--json`, `--junit`, `--csv` files
-//! written at the end, `--out ndjson=FILE` and `--out samples=FILE:RATE` streamed during the
-//! run, and `--summary-trend-stats`. Every file is created before the run starts, so an
-//! unwritable path fails at once (exit 1) instead of after a long test.
+//! Every output of a run, in one place: the flags that ask for them (`--json`, `--junit`,
+//! `--csv`, `--out ndjson=FILE`, `--out samples=FILE:RATE`, and with [`crate::record`]'s
+//! flags the results file and `--html`), the files created before any load starts (an
+//! unwritable path is a usage error naming its flag, exit 2, before the run), and the one
+//! renderer that writes them from a run's results — `run`, `quick` and `report` all use it.
 
 use crate::usage::usage;
 use anyhow::Context;
 use barrage_engine::SampleSink;
 use barrage_plan::Aggregation;
-use barrage_report::{render_csv, render_junit, Summary, DEFAULT_TREND_STATS};
+use barrage_report::{render_csv, render_html, render_junit, Summary, DEFAULT_TREND_STATS};
+use barrage_results::ResultsFile;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -31,6 +33,10 @@ pub struct OutputArgs {
     /// Trend columns of the summary, e.g. "avg,min,med,max,p(90),p(95),p(99.9)"
     #[arg(long, value_name = "STATS")]
     pub summary_trend_stats: Option<String>,
+    /// Keep this header's values out of the results, reports and history, like
+    /// Authorization, Cookie and Proxy-Authorization always are (repeatable)
+    #[arg(long, value_name = "HEADER")]
+    pub redact: Vec<String>,
 }
 
 /// Outputs streamed while the run goes on.
@@ -40,15 +46,123 @@ pub struct Streams {
     pub samples: Option<Arc<SampleSink>>,
 }
 
-/// Files written when the run ends, already created.
-pub struct FinalFiles {
-    json: Option<(PathBuf, File)>,
-    junit: Option<(PathBuf, File)>,
-    csv: Option<(PathBuf, File)>,
+/// What an output file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The results file (`.brr`): everything measured, for `report`, `compare`, `merge`.
+    Results,
+    /// The JSON summary.
+    Json,
+    /// Thresholds and checks as JUnit XML.
+    Junit,
+    /// The per-second series as CSV.
+    Csv,
+    /// The self-contained HTML report.
+    Html,
 }
 
-fn create(path: &Path) -> anyhow::Result<File> {
-    File::create(path).with_context(|| format!("cannot write results to {}", path.display()))
+/// Renders `format` from a run's results and its summary: the one renderer of every output.
+pub fn render(format: Format, results: &ResultsFile, summary: &Summary) -> Vec<u8> {
+    match format {
+        Format::Results => results.to_bytes(),
+        Format::Json => (summary.to_json() + "\n").into_bytes(),
+        Format::Junit => render_junit(summary).into_bytes(),
+        Format::Csv => render_csv(summary).into_bytes(),
+        Format::Html => render_html(results, summary).into_bytes(),
+    }
+}
+
+/// An output asked for: the flag that named it, its path and what it holds.
+#[derive(Debug, Clone)]
+pub struct Wanted {
+    pub flag: &'static str,
+    pub path: PathBuf,
+    pub format: Format,
+}
+
+/// An output file, opened before the run.
+struct Opened {
+    wanted: Wanted,
+    file: File,
+}
+
+/// The output files of a run, every one already opened (created 0600 when new).
+pub struct OutputFiles {
+    files: Vec<Opened>,
+}
+
+/// Opens `path` for the output named by `flag` (creating its directory when `make_dir`); a
+/// failure is a usage error naming the flag. Returns whether the file was created (so a
+/// failed start can remove it again).
+fn open(flag: &str, path: &Path, make_dir: bool) -> anyhow::Result<(File, bool)> {
+    let existed = path.exists();
+    if let Some(dir) = path
+        .parent()
+        .filter(|d| make_dir && !d.as_os_str().is_empty() && !existed)
+    {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| usage(format!("{flag}: cannot write {}: {e}", path.display())))?;
+    }
+    let file = barrage_results::open_private(path)
+        .map_err(|e| usage(format!("{flag}: cannot write {}: {e}", path.display())))?;
+    Ok((file, !existed))
+}
+
+impl OutputFiles {
+    /// Opens every output now, before any load: the first that cannot be written stops the
+    /// command with a usage error naming its flag, and the files created so far are removed
+    /// (existing files keep their contents until the run's end writes them).
+    pub fn open(wanted: Vec<Wanted>) -> anyhow::Result<Self> {
+        let mut files = Vec::new();
+        let mut created = Vec::new();
+        for w in wanted {
+            // The results directory is made (the default one may not exist yet).
+            match open(w.flag, &w.path, w.format == Format::Results) {
+                Ok((file, new)) => {
+                    if new {
+                        created.push(w.path.clone());
+                    }
+                    files.push(Opened { wanted: w, file });
+                }
+                Err(e) => {
+                    for path in created {
+                        let _ = std::fs::remove_file(path);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(Self { files })
+    }
+
+    /// The results file's path, when one is written.
+    pub fn results_path(&self) -> Option<&Path> {
+        self.files
+            .iter()
+            .find(|f| f.wanted.format == Format::Results)
+            .map(|f| f.wanted.path.as_path())
+    }
+
+    /// Writes every output from the results. Each is written whatever happens to the others;
+    /// the first failure is returned.
+    pub fn write(self, results: &ResultsFile, summary: &Summary) -> anyhow::Result<()> {
+        let mut first_error = None;
+        for Opened { wanted, mut file } in self.files {
+            let bytes = render(wanted.format, results, summary);
+            let written = file
+                .set_len(0)
+                .and_then(|()| file.rewind())
+                .and_then(|()| file.write_all(&bytes))
+                .and_then(|()| file.flush())
+                .with_context(|| {
+                    format!("{}: cannot write {}", wanted.flag, wanted.path.display())
+                });
+            if let Err(e) = written {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
 }
 
 impl OutputArgs {
@@ -76,8 +190,8 @@ impl OutputArgs {
         Ok(stats)
     }
 
-    /// Checks the `--out` specs (exit 2 when malformed) and opens their files (exit 1 when
-    /// they cannot be written).
+    /// Checks the `--out` specs and opens their files (exit 2, naming `--out`, when
+    /// malformed or not writable).
     pub fn streams(&self, tags: &[String]) -> anyhow::Result<Streams> {
         let mut streams = Streams::default();
         for spec in &self.out {
@@ -88,7 +202,9 @@ impl OutputArgs {
             })?;
             match kind {
                 "ndjson" if !rest.is_empty() => {
-                    streams.ndjson = Some(BufWriter::new(create(Path::new(rest))?));
+                    let (file, _) = open("--out ndjson", Path::new(rest), false)?;
+                    file.set_len(0)?;
+                    streams.ndjson = Some(BufWriter::new(file));
                 }
                 "samples" => {
                     let (file, rate) = rest.rsplit_once(':').ok_or_else(|| {
@@ -105,7 +221,9 @@ impl OutputArgs {
                                 "--out `{spec}`: the sampling rate must be a number in (0, 1]"
                             ))
                         })?;
-                    let out = BufWriter::new(create(Path::new(file))?);
+                    let (file, _) = open("--out samples", Path::new(file), false)?;
+                    file.set_len(0)?;
+                    let out = BufWriter::new(file);
                     streams.samples = Some(Arc::new(SampleSink::new(
                         rate,
                         tags.to_vec(),
@@ -122,37 +240,16 @@ impl OutputArgs {
         Ok(streams)
     }
 
-    /// Creates the end-of-run files now.
-    pub fn final_files(&self) -> anyhow::Result<FinalFiles> {
-        let open = |path: &Option<PathBuf>| -> anyhow::Result<Option<(PathBuf, File)>> {
-            path.as_ref()
-                .map(|p| Ok((p.clone(), create(p)?)))
-                .transpose()
-        };
-        Ok(FinalFiles {
-            json: open(&self.json)?,
-            junit: open(&self.junit)?,
-            csv: open(&self.csv)?,
-        })
-    }
-}
-
-impl FinalFiles {
-    /// Writes the summary to every file asked for.
-    pub fn write(self, summary: &Summary) -> anyhow::Result<()> {
-        let outputs = [
-            (self.json, summary.to_json() + "\n"),
-            (self.junit, render_junit(summary)),
-            (self.csv, render_csv(summary)),
-        ];
-        for (file, text) in outputs {
-            if let Some((path, mut file)) = file {
-                file.write_all(text.as_bytes())
-                    .and_then(|()| file.flush())
-                    .with_context(|| format!("cannot write results to {}", path.display()))?;
-            }
-        }
-        Ok(())
+    /// The end-of-run files these flags ask for.
+    pub fn wanted(&self) -> Vec<Wanted> {
+        [
+            ("--json", &self.json, Format::Json),
+            ("--junit", &self.junit, Format::Junit),
+            ("--csv", &self.csv, Format::Csv),
+        ]
+        .into_iter()
+        .filter_map(|(flag, path, format)| path.clone().map(|path| Wanted { flag, path, format }))
+        .collect()
     }
 }
 

@@ -88,6 +88,10 @@ pub struct QuickArgs {
     /// Print the plan this command compiles to, as JSON, and exit
     #[arg(long)]
     pub print_plan: bool,
+    /// After Ctrl-C, SIGTERM or SIGHUP, how long requests in flight may finish (e.g. 2s;
+    /// default 30s); a second signal stops at once
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub grace: Option<String>,
     #[command(flatten)]
     pub outputs: crate::outputs::OutputArgs,
     #[command(flatten)]
@@ -275,6 +279,11 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
             headers: Vec::new(),
             threads,
             seed: None,
+            stop_grace: args
+                .grace
+                .as_deref()
+                .map(|g| parse_duration_flag("--grace", g, false))
+                .transpose()?,
             max_redirects: if args.disable_redirects {
                 0
             } else {

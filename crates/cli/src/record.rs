@@ -3,11 +3,13 @@
 //! history database — the flags that steer them and the code that writes them.
 
 use crate::history;
+use crate::outputs::{Format, OutputFiles, Wanted};
 use crate::runner::Finished;
 use anyhow::Context;
-use barrage_results::utc_parts;
+use barrage_results::{unix_ns, utc_parts};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 /// Environment variable naming the default results directory (tests point it elsewhere).
 pub const RESULTS_DIR_ENV: &str = "BARRAGE_RESULTS_DIR";
@@ -52,15 +54,15 @@ fn file_stem(name: &str) -> String {
     }
 }
 
-/// The default results path of a run: a new name in the results directory.
-fn default_results_path(finished: &Finished) -> PathBuf {
+/// The default results path of a run named `name` starting now: a new name in the results
+/// directory.
+fn default_results_path(name: &str) -> PathBuf {
     let dir = std::env::var_os(RESULTS_DIR_ENV)
         .map_or_else(|| PathBuf::from(DEFAULT_RESULTS_DIR), PathBuf::from);
-    let meta = &finished.results.meta;
-    let (y, mo, d, h, mi, s) = utc_parts(meta.started_at_unix_ns / 1_000_000_000);
+    let (y, mo, d, h, mi, s) = utc_parts(unix_ns(SystemTime::now()) / 1_000_000_000);
     let base = format!(
         "{}-{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}",
-        file_stem(&meta.name)
+        file_stem(name)
     );
     let mut path = dir.join(format!("{base}.brr"));
     let mut n = 2;
@@ -75,25 +77,35 @@ fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Writes the results file, the HTML report and the history row, as the flags ask.
-pub fn keep(args: &RecordArgs, finished: &Finished) -> anyhow::Result<()> {
-    let results_path = if args.no_results {
-        None
-    } else {
-        let path = args
-            .results
-            .clone()
-            .unwrap_or_else(|| default_results_path(finished));
-        finished
-            .results
-            .write(&path)
-            .with_context(|| format!("writing the results file {}", path.display()))?;
-        Some(absolute(&path))
-    };
-    if let Some(html) = &args.html {
-        let page = barrage_report::render_html(&finished.results, &finished.summary);
-        std::fs::write(html, page).with_context(|| format!("writing {}", html.display()))?;
+impl RecordArgs {
+    /// The files these flags ask for: the results file (unless `--no-results`) and `--html`.
+    pub fn wanted(&self, run_name: &str) -> Vec<Wanted> {
+        let mut wanted = Vec::new();
+        if !self.no_results {
+            wanted.push(Wanted {
+                flag: "--results",
+                path: self
+                    .results
+                    .clone()
+                    .unwrap_or_else(|| default_results_path(run_name)),
+                format: Format::Results,
+            });
+        }
+        if let Some(html) = &self.html {
+            wanted.push(Wanted {
+                flag: "--html",
+                path: html.clone(),
+                format: Format::Html,
+            });
+        }
+        wanted
     }
+}
+
+/// Writes every output file from the finished run, then its history row, as the flags ask.
+pub fn keep(args: &RecordArgs, finished: &Finished, files: OutputFiles) -> anyhow::Result<()> {
+    let results_path = files.results_path().map(absolute);
+    files.write(&finished.results, &finished.summary)?;
     if !args.no_history {
         // The run is done and its files written: a history problem is worth a warning, not a
         // failed run.

@@ -1,6 +1,7 @@
 //! `barrage report FILE` (re-render a run's outputs from its results file) and `barrage merge`
 //! (several results files into one, exactly).
 
+use crate::outputs::{Format, OutputFiles, Wanted};
 use crate::usage::usage;
 use anyhow::Context;
 use barrage_results::ResultsFile;
@@ -50,24 +51,20 @@ pub fn report_command(args: &ReportArgs) -> anyhow::Result<String> {
     }
     .trend_stats()?;
     let results = load(&args.file)?;
+    let wanted: Vec<Wanted> = [
+        ("--json", &args.json, Format::Json),
+        ("--junit", &args.junit, Format::Junit),
+        ("--csv", &args.csv, Format::Csv),
+        ("--html", &args.html, Format::Html),
+    ]
+    .into_iter()
+    .filter_map(|(flag, path, format)| path.clone().map(|path| Wanted { flag, path, format }))
+    .collect();
     let summary = barrage_report::summary_of(&results, &trend_stats);
-    let files: [(&Option<PathBuf>, &dyn Fn() -> String); 4] = [
-        (&args.json, &|| summary.to_json() + "\n"),
-        (&args.junit, &|| barrage_report::render_junit(&summary)),
-        (&args.csv, &|| barrage_report::render_csv(&summary)),
-        (&args.html, &|| {
-            barrage_report::render_html(&results, &summary)
-        }),
-    ];
-    if files.iter().all(|(path, _)| path.is_none()) {
+    if wanted.is_empty() {
         return Ok(barrage_report::render_text(&results, &summary));
     }
-    for (path, render) in files {
-        if let Some(path) = path {
-            std::fs::write(path, render())
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
-    }
+    OutputFiles::open(wanted)?.write(&results, &summary)?;
     Ok(String::new())
 }
 

@@ -1,20 +1,22 @@
 //! Runs a plan for any command: the engine on its own thread, with live progress on a TTY,
 //! live threshold checks (`abortOnFail`) and the NDJSON stream on merged snapshots, and
-//! Ctrl-C handling (first: graceful stop, running iterations get the grace period; second:
-//! stop at once; both still summarise and write every output).
+//! stop signals (Ctrl-C, SIGTERM, SIGHUP; first: graceful stop, running iterations get the
+//! grace period; second: stop at once; both still summarise and write every output).
 
 use crate::live::Live;
-use crate::outputs::Streams;
+use crate::outputs::{OutputArgs, OutputFiles, Streams};
+use crate::record::RecordArgs;
 use crate::usage::{exit, usage};
 use anyhow::Context;
 use barrage_engine::{LiveSnapshot, RunControl};
-use barrage_plan::{Aggregation, Plan, Workload};
+use barrage_plan::{redact_url, Aggregation, Plan, Redaction, Workload};
 use barrage_report::{Summary, DEFAULT_TREND_STATS};
 use barrage_results::{unix_ns, Machine, PlannedArrivalsBits, ResultsFile, RunMeta};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 const PROGRESS_TICK: Duration = Duration::from_millis(250);
 
@@ -23,7 +25,7 @@ const PROGRESS_TICK: Duration = Duration::from_millis(250);
 pub struct Finished {
     pub summary: Summary,
     pub results: ResultsFile,
-    /// Ctrl-C was pressed twice: the run was cut off (exit code 130).
+    /// A second stop signal (Ctrl-C, SIGTERM, SIGHUP) cut the run off (exit code 130).
     pub interrupted_twice: bool,
 }
 
@@ -36,26 +38,31 @@ pub struct RunContext {
     pub script: Option<String>,
     /// Override flags as given.
     pub overrides: BTreeMap<String, String>,
+    /// The headers whose values the results, reports and history must not hold.
+    pub redaction: Redaction,
 }
 
 impl Finished {
-    /// The exit code of a finished run: 130 after a second Ctrl-C; 1 when no request got a
-    /// response (with `unreachable_fails`); 99 when a threshold failed; else 0.
-    pub fn exit_code(&self, unreachable_fails: bool) -> i32 {
+    /// The exit code of a finished run: 130 after a second stop signal; 1 when requests were
+    /// sent and none got a response; 99 when a threshold failed; else 0.
+    pub fn exit_code(&self) -> i32 {
         let s = &self.summary;
         if self.interrupted_twice {
             return exit::INTERRUPTED_TWICE;
         }
-        if unreachable_fails && s.responses == 0 && s.errors > 0 {
-            let kinds: Vec<String> = s
+        if s.responses == 0 && (s.errors > 0 || s.interrupted_requests > 0) {
+            let mut ends: Vec<String> = s
                 .errors_by_kind
                 .iter()
                 .map(|(k, n)| format!("{k}: {n}"))
                 .collect();
+            if s.interrupted_requests > 0 {
+                ends.push(format!("still open at the end: {}", s.interrupted_requests));
+            }
             eprintln!(
-                "error: the target never answered: all {} requests failed ({})",
-                s.errors,
-                kinds.join(", ")
+                "error: no request got a response: {} sent ({})",
+                s.errors + s.interrupted_requests,
+                ends.join(", ")
             );
             return exit::RUNTIME;
         }
@@ -91,6 +98,51 @@ impl RunOptions {
     }
 }
 
+/// A validated run: the plan, what the command line knew about it, and every output already
+/// opened. Building one does all the checking; [`RunSpec::run`] only runs.
+pub struct RunSpec {
+    pub plan: Plan,
+    pub context: RunContext,
+    pub options: RunOptions,
+    pub files: OutputFiles,
+}
+
+impl RunSpec {
+    /// Checks the output flags and opens every output before any load: a path that cannot
+    /// be written is a usage error naming its flag.
+    pub fn new(
+        plan: Plan,
+        mut context: RunContext,
+        outputs: &OutputArgs,
+        record: &RecordArgs,
+        show_progress: bool,
+    ) -> anyhow::Result<Self> {
+        let trend_stats = outputs.trend_stats()?;
+        context.redaction = Redaction::new(&outputs.redact);
+        let streams = outputs.streams(&plan.tags)?;
+        let mut wanted = outputs.wanted();
+        wanted.extend(record.wanted(&plan.name));
+        let files = OutputFiles::open(wanted)?;
+        Ok(Self {
+            plan,
+            context,
+            options: RunOptions {
+                show_progress,
+                streams,
+                trend_stats,
+                scripted: None,
+            },
+            files,
+        })
+    }
+
+    /// Runs the plan; returns the finished run and its output files, still to be written.
+    pub fn run(self) -> anyhow::Result<(Finished, OutputFiles)> {
+        let finished = execute(&self.plan, self.options, &self.context)?;
+        Ok((finished, self.files))
+    }
+}
+
 /// Whether live progress should be drawn: only for a person watching a terminal.
 pub fn progress_wanted() -> bool {
     std::io::stdout().is_terminal() && std::io::stderr().is_terminal()
@@ -117,6 +169,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         control.snapshots.enable();
     }
     let show_progress = options.show_progress;
+    let grace = barrage_engine::stop_grace(plan);
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let engine = {
         let (plan, control) = (plan.clone(), control.clone());
@@ -138,9 +191,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         let mut done = done_rx;
         let mut ticker = tokio::time::interval(PROGRESS_TICK);
         let mut live_ticker = tokio::time::interval(LIVE_PERIOD);
-        // One listener for the whole run, replaced only after it fires: a fresh `ctrl_c()` per
-        // loop turn would miss a SIGINT delivered while another branch was being handled.
-        let mut interrupt = Box::pin(tokio::signal::ctrl_c());
+        let mut signals = StopSignals::listen()?;
         loop {
             tokio::select! {
                 _ = &mut done => break,
@@ -152,19 +203,18 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
                     }
                 }
                 _ = live_ticker.tick(), if live.wanted() => live.tick(&control)?,
-                signal = &mut interrupt => {
-                    interrupt = Box::pin(tokio::signal::ctrl_c());
-                    if signal.is_err() {
-                        continue;
-                    }
+                name = signals.next() => {
                     interrupts += 1;
                     match interrupts {
                         1 => {
-                            eprintln!("\ninterrupted: stopping; running iterations get the grace period, the summary covers what was done (Ctrl-C again to stop at once)");
+                            eprintln!(
+                                "\n{name}: stopping; running requests get the grace period of {}, the summary covers what was done ({name} again to stop at once)",
+                                humantime_secs(grace)
+                            );
                             control.stop.stop();
                         }
                         2 => {
-                            eprintln!("\ninterrupted twice: stopping at once, writing what was done (Ctrl-C again to quit without it)");
+                            eprintln!("\n{name} again: stopping at once, writing what was done (once more to quit without it)");
                             control.stop.stop_now();
                         }
                         _ => std::process::exit(exit::INTERRUPTED_TWICE),
@@ -197,9 +247,15 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         name: plan.name.clone(),
         target: plan.target.to_string(),
         barrage_version: env!("CARGO_PKG_VERSION").to_string(),
-        plan: serde_json::to_value(plan)?,
+        // What a run keeps holds no credentials: sensitive header values, URL userinfo and
+        // data-file rows are taken out here, before anything is rendered or stored.
+        plan: serde_json::to_value(context.redaction.plan(plan))?,
         script: context.script.clone(),
-        overrides: context.overrides.clone(),
+        overrides: context
+            .overrides
+            .iter()
+            .map(|(flag, value)| (flag.clone(), redact_url(value)))
+            .collect(),
         seed: plan.options.seed,
         machine: Machine::current(),
         started_at_unix_ns,
@@ -242,6 +298,48 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         results,
         interrupted_twice: interrupts >= 2,
     })
+}
+
+/// The signals that stop a run: Ctrl-C (SIGINT), SIGTERM (`timeout`, `docker stop`,
+/// Kubernetes, CI cancellation) and SIGHUP (a closed terminal) all mean the same: the first
+/// stops gracefully, the second at once. Each listener lives for the whole run, so a signal
+/// delivered while another branch is handled is not missed.
+struct StopSignals {
+    interrupt: Signal,
+    terminate: Signal,
+    hangup: Signal,
+}
+
+impl StopSignals {
+    fn listen() -> anyhow::Result<Self> {
+        let listen = |kind| signal(kind).context("listening for stop signals");
+        Ok(Self {
+            interrupt: listen(SignalKind::interrupt())?,
+            terminate: listen(SignalKind::terminate())?,
+            hangup: listen(SignalKind::hangup())?,
+        })
+    }
+
+    /// The name of the next stop signal received.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            Some(()) = self.interrupt.recv() => "interrupted (Ctrl-C)",
+            Some(()) = self.terminate.recv() => "SIGTERM",
+            Some(()) = self.hangup.recv() => "SIGHUP",
+            else => std::future::pending().await,
+        }
+    }
+}
+
+/// A duration as people write it: `30s`, `1.5s`, `250ms`.
+fn humantime_secs(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
 }
 
 /// Active clients sampled at every progress tick (4 per second), kept as the peak per second:

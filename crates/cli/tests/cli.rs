@@ -9,6 +9,10 @@ mod hey;
 mod history_compare;
 #[path = "cli/k6.rs"]
 mod k6;
+#[path = "cli/never_answering.rs"]
+mod never_answering;
+#[path = "cli/outputs.rs"]
+mod outputs;
 #[path = "cli/protocols.rs"]
 mod protocols;
 #[path = "cli/report_html.rs"]
@@ -17,6 +21,10 @@ mod report_html;
 mod results;
 #[path = "cli/scenarios.rs"]
 mod scenarios;
+#[path = "cli/secrets.rs"]
+mod secrets;
+#[path = "cli/signals.rs"]
+mod signals;
 #[path = "cli/stormforger.rs"]
 mod stormforger;
 mod support;
@@ -165,7 +173,7 @@ fn rate_limit_paces_the_whole_run() {
 fn refused_connections_are_counted_and_reported() {
     let port = closed_port();
     let url = format!("http://127.0.0.1:{port}/");
-    let s = quick_json(&["-n", "20", "-c", "2", &url], LIMIT);
+    let s = quick_json_unanswered(&["-n", "20", "-c", "2", &url], LIMIT);
     assert_eq!(u(&s, "requests"), 20, "{s:#}");
     assert_eq!(u(&s, "errors"), 20, "{s:#}");
     assert_eq!(u(&s, "responses"), 0, "{s:#}");
@@ -174,7 +182,7 @@ fn refused_connections_are_counted_and_reported() {
     assert_eq!(s["status_codes"], serde_json::json!({}));
 
     let out = barrage(&["quick", "-n", "20", "-c", "2", &url], LIMIT);
-    out.expect_success();
+    assert_eq!(out.code(), Some(1), "no response: exit 1");
     assert!(out.stdout.contains("Error distribution:"), "{}", out.stdout);
     assert!(out.stdout.contains("[20]\trefused"), "{}", out.stdout);
 }
@@ -182,7 +190,7 @@ fn refused_connections_are_counted_and_reported() {
 #[test]
 fn timeouts_are_counted_and_do_not_wait_for_the_server() {
     let target = Target::start();
-    let s = quick_json(
+    let s = quick_json_unanswered(
         &[
             "-t",
             "200ms",
@@ -211,7 +219,7 @@ fn timeouts_are_counted_and_do_not_wait_for_the_server() {
 #[test]
 fn connections_closed_without_a_response_are_errors() {
     let target = Target::start();
-    let s = quick_json(&["-n", "10", "-c", "2", &target.url("/?close=1")], LIMIT);
+    let s = quick_json_unanswered(&["-n", "10", "-c", "2", &target.url("/?close=1")], LIMIT);
     assert_eq!(u(&s, "requests"), 10, "{s:#}");
     assert_eq!(u(&s, "errors"), 10, "{s:#}");
     let closed = error_kind(&s, "closed") + error_kind(&s, "reset");
@@ -220,7 +228,7 @@ fn connections_closed_without_a_response_are_errors() {
 
 #[test]
 fn unresolvable_hosts_are_dns_errors() {
-    let s = quick_json(
+    let s = quick_json_unanswered(
         &["-n", "4", "-c", "2", "http://no-such-host.invalid/"],
         LIMIT,
     );

@@ -101,6 +101,10 @@ impl Client {
         // What a failed request counts as sent (how much of it left is unknown); a response
         // brings the exact wire count (HTTP/2 sends HPACK-compressed frames, not these bytes).
         let prepared = bytes.len() as u64;
+        let open = OpenRequest {
+            worker,
+            tag: request.tag,
+        };
         let outcome = tokio::time::timeout(worker.run.timeout, async {
             match &worker.connections.pool {
                 None => {
@@ -132,6 +136,7 @@ impl Client {
             }
         })
         .await;
+        std::mem::forget(open);
         let kind = match outcome {
             Ok(Ok(attempt)) => {
                 let exchange = attempt.exchange;
@@ -210,6 +215,24 @@ impl Client {
         }
         worker.record_error(request.tag, Instant::now(), kind, prepared, request_id);
         Hop::Done(false)
+    }
+}
+
+/// A request on its way. When the client's future is dropped while it waits (the run's end,
+/// a second stop signal, a grace period that ran out, a VU ramped down), dropping this counts
+/// the request as interrupted, so a target that never answers shows as unanswered requests
+/// instead of nothing. A finished request forgets it.
+struct OpenRequest<'a> {
+    worker: &'a Worker,
+    tag: usize,
+}
+
+impl Drop for OpenRequest<'_> {
+    fn drop(&mut self) {
+        self.worker
+            .metrics
+            .borrow_mut()
+            .record_interrupted(self.tag);
     }
 }
 

@@ -34,7 +34,7 @@ pub use compile::CompileError;
 pub use control::{LiveCounters, LiveSnapshot, RunControl, StopSignal};
 pub use protocol::connector;
 pub use samples::SampleSink;
-pub use scheduler::{run, EngineError, RunOutcome};
+pub use scheduler::{run, stop_grace, EngineError, RunOutcome};
 pub use scripted::{
     ScriptRequest, ScriptResponse, ScriptTimings, ScriptedVu, SharedVuFactory, VuEvent, VuFactory,
     VuInput, VuStep, CAPTURED_HEADERS,

@@ -93,7 +93,7 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
     let shares = executor::assign(&plan.workload, worker_threads(plan));
     let threads = shares.len();
     control.snapshots.set_workers(threads);
-    let grace = stop_grace(&plan.workload);
+    let grace = stop_grace(plan);
     let started_at = SystemTime::now();
     // A placeholder until every worker is ready (see `StartGate`).
     let run_start = Instant::now();
@@ -175,9 +175,13 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
     })
 }
 
-/// How long running iterations may go on after a graceful stop (Ctrl-C, abortOnFail).
-fn stop_grace(workload: &Workload) -> Duration {
-    match workload {
+/// How long running iterations may go on after a graceful stop (Ctrl-C, SIGTERM,
+/// abortOnFail): the plan's `stop_grace`, else the workload's.
+pub fn stop_grace(plan: &Plan) -> Duration {
+    if let Some(grace) = plan.options.stop_grace {
+        return grace;
+    }
+    match &plan.workload {
         // quick's models name no grace: in-flight requests get the default (each is bounded
         // by the request timeout anyway).
         Workload::ClosedVus(_) | Workload::ArrivalRate(_) => DEFAULT_STOP_GRACE,

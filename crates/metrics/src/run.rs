@@ -112,8 +112,10 @@ impl TagMetrics {
         self.latency.count()
     }
 
+    /// Failed requests (those the run's end interrupted are not failures, see
+    /// [`TagMetrics::interrupted`]).
     pub fn error_count(&self) -> u64 {
-        self.errors.iter().sum()
+        self.errors.iter().sum::<u64>() - self.interrupted()
     }
 
     /// Requests that ended, with a response or an error.
@@ -121,10 +123,16 @@ impl TagMetrics {
         self.responses() + self.error_count()
     }
 
+    /// Requests cut off by the run's end, never answered.
+    pub fn interrupted(&self) -> u64 {
+        self.errors[ErrorKind::Interrupted.index()]
+    }
+
     /// `(kind, count)` for every error kind seen.
     pub fn errors_by_kind(&self) -> impl Iterator<Item = (ErrorKind, u64)> + '_ {
         ErrorKind::ALL
             .iter()
+            .filter(|&&k| k != ErrorKind::Interrupted)
             .map(|&k| (k, self.errors[k.index()]))
             .filter(|&(_, n)| n > 0)
     }
@@ -350,6 +358,11 @@ impl RunMetrics {
             r.bytes_sent,
             r.bytes_received,
         );
+    }
+
+    /// A request still open when the run ended: sent, never answered, not an error.
+    pub fn record_interrupted(&mut self, tag: usize) {
+        self.tags[tag].errors[ErrorKind::Interrupted.index()] += 1;
     }
 
     #[inline]

@@ -7,6 +7,7 @@
 mod duration;
 mod http_semantics;
 mod protocol;
+mod redact;
 mod session;
 mod target;
 mod thresholds;
@@ -19,9 +20,11 @@ pub use protocol::{
     parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion, TlsOptions,
     TlsVersion,
 };
+pub use redact::{redact_url, Redaction, REDACTED, SENSITIVE_HEADERS};
 pub use session::{
-    walk_steps, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource, Extraction,
-    Extractor, HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value, Wait,
+    walk_steps, walk_steps_mut, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource,
+    Extraction, Extractor, HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value,
+    Wait,
 };
 pub use target::{Scheme, Target, TargetError};
 pub use thresholds::{
@@ -91,6 +94,14 @@ pub struct TestOptions {
     pub http2: Http2Options,
     #[serde(default)]
     pub connections: ConnectionOptions,
+    /// How long running iterations may go on after a stop (Ctrl-C, SIGTERM, SIGHUP,
+    /// `abortOnFail`); `None`: the workload's graceful stop, or 30 s when it names none.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "duration_ms::option"
+    )]
+    pub stop_grace: Option<Duration>,
     /// Follow 3xx responses with a `Location` up to this many hops per request (0: the 3xx is
     /// the response). Each hop is a request of its own, timed and counted like any other.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -133,6 +144,7 @@ impl Default for TestOptions {
             tls: TlsOptions::default(),
             http2: Http2Options::default(),
             connections: ConnectionOptions::default(),
+            stop_grace: None,
             max_redirects: 0,
             cookies: false,
             basic_auth: None,

@@ -403,3 +403,16 @@ pub fn walk_steps<'a>(steps: &'a [Step], visit: &mut impl FnMut(&'a Step)) {
         }
     }
 }
+
+/// Visits every step mutably, nested ones included (a step before the steps it holds).
+pub fn walk_steps_mut(steps: &mut [Step], visit: &mut impl FnMut(&mut Step)) {
+    for step in steps {
+        visit(step);
+        match step {
+            Step::Times { steps, .. } | Step::If { steps, .. } | Step::ForEver { steps } => {
+                walk_steps_mut(steps, visit)
+            }
+            _ => {}
+        }
+    }
+}

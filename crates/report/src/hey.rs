@@ -110,6 +110,13 @@ pub fn render_hey(summary: &Summary) -> String {
     for (status, count) in &summary.status_codes {
         let _ = writeln!(out, "  [{status}]\t{count} responses");
     }
+    if summary.interrupted_requests > 0 {
+        let _ = writeln!(
+            out,
+            "  [interrupted]\t{} requests still open when the run ended, never answered",
+            summary.interrupted_requests
+        );
+    }
 
     if !summary.errors_by_kind.is_empty() {
         let _ = writeln!(out, "\nError distribution:");

@@ -26,6 +26,27 @@ pub struct K6Summary {
 }
 
 impl K6Summary {
+    /// A threshold's observed value as shown (`p(95)=12.3ms`, `no data`).
+    pub fn observed_text(&self, result: &ThresholdResult) -> String {
+        let metric = self
+            .metrics
+            .iter()
+            .chain(self.tag_metrics.iter())
+            .find(|m| {
+                let key = match &m.tag {
+                    Some(tag) => format!("{}{{tag:{tag}}}", m.name),
+                    None => m.name.clone(),
+                };
+                key == result.metric
+            });
+        observed(result, metric)
+    }
+
+    /// A metric's statistic as shown: times as times, rates as percentages, data as bytes.
+    pub fn shown(metric: &MetricSummary, stat: &str, v: f64) -> String {
+        show(metric, stat, v)
+    }
+
     pub fn new(
         metrics: &RunMetrics,
         tags: &[String],
@@ -111,7 +132,11 @@ fn show(metric: &MetricSummary, stat: &str, v: f64) -> String {
 
 fn observed(result: &ThresholdResult, metric: Option<&MetricSummary>) -> String {
     let Some(v) = result.observed else {
-        return "no data".into();
+        return if result.passed {
+            "no data".into()
+        } else {
+            "no data: requests were sent, none got a response".into()
+        };
     };
     let stat = result
         .expression
@@ -142,23 +167,12 @@ pub fn render_thresholds(summary: &K6Summary, out: &mut String) {
             let _ = writeln!(out, "    {}", result.metric);
             last_metric = Some(&result.metric);
         }
-        let metric = summary
-            .metrics
-            .iter()
-            .chain(summary.tag_metrics.iter())
-            .find(|m| {
-                let key = match &m.tag {
-                    Some(tag) => format!("{}{{tag:{tag}}}", m.name),
-                    None => m.name.clone(),
-                };
-                key == result.metric
-            });
         let mark = if result.passed { "✓" } else { "✗" };
         let _ = writeln!(
             out,
             "    {mark} '{}' {}",
             result.expression,
-            observed(result, metric)
+            summary.observed_text(result)
         );
     }
     if let Some(reason) = &summary.aborted_by_threshold {
@@ -175,7 +189,10 @@ pub fn render_checks(checks: &[CheckCounts], out: &mut String) {
     for check in checks {
         let total = check.passed + check.failed;
         let kind = if check.fatal { " (assert)" } else { "" };
-        if check.failed == 0 {
+        if total == 0 {
+            // A check that never ran (its request never got a response) passed nothing.
+            let _ = writeln!(out, "    - {}{kind}  never evaluated", check.name);
+        } else if check.failed == 0 {
             let _ = writeln!(out, "    ✓ {}{kind}", check.name);
         } else {
             let share = 100.0 * check.passed as f64 / total.max(1) as f64;

@@ -195,6 +195,19 @@ pub fn render_run(summary: &Summary) -> String {
             errors.join("  ")
         }
     );
+    if summary.interrupted_requests > 0 {
+        let per_tag = summary.interrupted_by_tag();
+        let _ = writeln!(
+            out,
+            "interrupted   {} requests still open when the run ended, never answered{}",
+            summary.interrupted_requests,
+            if per_tag.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", per_tag.join("  "))
+            }
+        );
+    }
     summary.self_check.render(&summary.trust_reasons, &mut out);
     out
 }

@@ -83,6 +83,8 @@ pub struct TagSummary {
     pub requests: u64,
     pub responses: u64,
     pub errors: u64,
+    /// Requests still open when the run ended: sent, never answered (not errors).
+    pub interrupted_requests: u64,
     /// Extractions that found nothing (the variable stayed unset).
     pub extraction_failures: u64,
     /// Status code → responses of this tag.
@@ -121,6 +123,10 @@ pub struct Summary {
     /// Requests answered with an HTTP response (any status).
     pub responses: u64,
     pub errors: u64,
+    /// Requests still open when the run ended (its end, a second stop signal, a grace period
+    /// that ran out): sent, never answered. Not in `requests` or `errors`, as hey and k6
+    /// count none of them; a run where every request ended so got no response at all.
+    pub interrupted_requests: u64,
     /// Responses per second over the run.
     pub requests_per_second: f64,
     /// Iterations (sessions) that ran to their end.
@@ -185,6 +191,7 @@ fn tag_summary(name: &str, tag: &TagMetrics) -> TagSummary {
         requests: tag.requests(),
         responses: tag.responses(),
         errors: tag.error_count(),
+        interrupted_requests: tag.interrupted(),
         extraction_failures: tag.extraction_failures,
         status_codes: tag.status.iter().collect(),
         errors_by_kind: errors_by_kind(tag),
@@ -197,6 +204,15 @@ fn tag_summary(name: &str, tag: &TagMetrics) -> TagSummary {
 }
 
 impl Summary {
+    /// `tag: count` of the requests still open at the end, per tag, when there are several.
+    pub fn interrupted_by_tag(&self) -> Vec<String> {
+        self.tags
+            .iter()
+            .filter(|t| t.interrupted_requests > 0 && self.tags.len() > 1)
+            .map(|t| format!("{}: {}", t.tag, t.interrupted_requests))
+            .collect()
+    }
+
     pub fn new(info: &RunInfo, metrics: &RunMetrics) -> Self {
         let total = metrics.total();
         let total_s = info.elapsed.as_secs_f64();
@@ -225,6 +241,7 @@ impl Summary {
             requests: total.requests(),
             responses,
             errors: total.error_count(),
+            interrupted_requests: total.interrupted(),
             requests_per_second: if total_s > 0.0 {
                 responses as f64 / total_s
             } else {

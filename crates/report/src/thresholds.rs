@@ -2,7 +2,9 @@
 //! while it goes on for `abortOnFail` rules once their `delayAbortEval` has passed.
 //!
 //! A metric without values yet (no request with that tag, no sample of a trend) fails no
-//! threshold, as in k6; the result says "no data".
+//! threshold, as in k6; the result says "no data". Except when the run sent requests and
+//! none got a response: then a metric without values is a failure (a target that never
+//! answers must not pass every threshold).
 
 use crate::k6_metrics::{find_metric, K6Metric, K6Values};
 use barrage_metrics::RunMetrics;
@@ -52,6 +54,13 @@ pub fn evaluate(
     elapsed: Duration,
     completed: Option<bool>,
 ) -> Vec<ThresholdResult> {
+    let sent: u64 = metrics
+        .tags
+        .iter()
+        .map(|t| t.requests() + t.interrupted())
+        .sum();
+    let answered: u64 = metrics.tags.iter().map(|t| t.responses()).sum();
+    let unanswered = sent > 0 && answered == 0;
     let mut out = Vec::new();
     for threshold in thresholds {
         let metric = run_fact(&threshold.metric, elapsed, completed).or_else(|| {
@@ -69,7 +78,7 @@ pub fn evaluate(
                 metric: threshold.key.clone(),
                 expression: rule.expression.clone(),
                 observed,
-                passed: observed.is_none_or(|v| compare(v, rule.op, rule.value)),
+                passed: observed.map_or(!unanswered, |v| compare(v, rule.op, rule.value)),
                 abort_on_fail: rule.abort_on_fail,
             });
         }

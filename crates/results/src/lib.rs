@@ -285,7 +285,11 @@ impl ResultsFile {
             std::fs::create_dir_all(dir)?;
         }
         let partial = path.with_extension("partial");
-        std::fs::write(&partial, self.to_bytes())?;
+        {
+            use std::io::Write;
+            let mut file = create_private(&partial)?;
+            file.write_all(&self.to_bytes())?;
+        }
         std::fs::rename(&partial, path)?;
         Ok(())
     }
@@ -293,6 +297,26 @@ impl ResultsFile {
     pub fn read(path: &Path) -> Result<Self, ResultsError> {
         Self::from_bytes(&std::fs::read(path)?)
     }
+}
+
+/// Opens `path` for writing, creating it readable and writable by its owner only (0600):
+/// results, reports and history may describe a private system. An existing file keeps its
+/// contents (and mode) until it is written: the caller truncates it then.
+pub fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Creates (or truncates) `path` for writing, owner-only (0600) when created.
+pub fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
+    let file = open_private(path)?;
+    file.set_len(0)?;
+    Ok(file)
 }
 
 /// A JSON section payload.

@@ -183,36 +183,33 @@ pub fn spawn(config: TargetConfig) -> Result<RunningTarget, TargetError> {
     }
 }
 
-/// Runs the server on the calling thread until Ctrl-C.
+/// Runs the server on the calling thread until Ctrl-C, SIGTERM or SIGHUP.
 ///
 /// `on_bound` is called with the bound address right after the socket is listening.
 pub fn serve_blocking(
     config: TargetConfig,
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<(), TargetError> {
+    use tokio::signal::unix::{signal, SignalKind};
     let serving = server::Serving::new(&config)?;
     let runtime = server::build_runtime(config.threads)?;
     let result = runtime.block_on(async move {
         let listener = server::bind(config.listen)?;
         let addr = listener.local_addr().unwrap_or(config.listen);
-        // Register the signal handler before announcing the address, so a Ctrl-C
-        // that follows the announcement is never missed.
-        // (`ctrl_c()` installs its handler on first poll, hence the biased select.)
-        let ctrl_c = tokio::signal::ctrl_c();
-        tokio::pin!(ctrl_c);
-        let early = tokio::select! {
-            biased;
-            signal = &mut ctrl_c => Some(signal),
-            () = std::future::ready(()) => None,
-        };
+        // The handlers are registered before the address is announced, so a signal that
+        // follows the announcement is never missed.
+        let mut interrupt = signal(SignalKind::interrupt()).map_err(TargetError::Runtime)?;
+        let mut terminate = signal(SignalKind::terminate()).map_err(TargetError::Runtime)?;
+        let mut hangup = signal(SignalKind::hangup()).map_err(TargetError::Runtime)?;
         let accept = tokio::spawn(server::accept_loop(listener, server::new_state(), serving));
         on_bound(addr);
-        let signal = match early {
-            Some(signal) => signal,
-            None => ctrl_c.await,
-        };
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+            _ = hangup.recv() => {}
+        }
         accept.abort();
-        signal.map_err(TargetError::Runtime)
+        Ok(())
     });
     runtime.shutdown_timeout(server::SHUTDOWN_GRACE);
     result

@@ -18,6 +18,11 @@ fn vu_script(name: &str, target: &Target, workload: &str, path: &str) -> PathBuf
 
 /// Runs `barrage run SCRIPT ARGS --json FILE`, expects exit 0, returns the JSON summary.
 fn run_json(script: &Path, args: &[&str], limit: Duration) -> Value {
+    run_json_exit(script, args, limit, 0)
+}
+
+/// `run_json` for a run expected to exit with `code`.
+fn run_json_exit(script: &Path, args: &[&str], limit: Duration, code: i32) -> Value {
     let json = scratch_file("closed-summary.json", b"");
     let mut argv = vec![
         "run",
@@ -27,7 +32,7 @@ fn run_json(script: &Path, args: &[&str], limit: Duration) -> Value {
     ];
     argv.extend_from_slice(args);
     let out = barrage(&argv, limit);
-    out.expect_success();
+    assert_eq!(out.code(), Some(code), "{}\n{}", out.stdout, out.stderr);
     let text = std::fs::read_to_string(&json).unwrap();
     let summary: Value = serde_json::from_str(&text).unwrap();
     check_invariants(&summary);
@@ -350,8 +355,10 @@ fn graceful_stop_and_ramp_down_let_iterations_finish_then_interrupt_them() {
         "{vus: 2, duration: 1, gracefulStop: '200ms'}",
         "/health?delay=1500",
     );
-    let s = run_json(&impatient, &["--threads", "1"], Duration::from_secs(30));
+    // No request got a response (both were cut off): exit 1.
+    let s = run_json_exit(&impatient, &["--threads", "1"], Duration::from_secs(30), 1);
     assert_eq!(u(&s["sessions"], "interrupted"), 2, "{}", s["sessions"]);
+    assert_eq!(u(&s, "interrupted_requests"), 2, "{s:#}");
     assert!(f(&s, "total_s") < 1.5, "stopped at 1.2 s: {}", s["total_s"]);
     // Two VUs by 0.1 s, held to 1.1 s, none by 1.3 s: each VU's 2.5 s iteration still runs
     // when its 0.2 s ramp-down grace is over, so both are interrupted.
@@ -361,7 +368,7 @@ fn graceful_stop_and_ramp_down_let_iterations_finish_then_interrupt_them() {
         "{stages: [{duration: 0.1, target: 2}, {duration: 1, target: 2}, {duration: 0.2, target: 0}, {duration: 2, target: 0}], gracefulRampDown: 0.2, gracefulStop: 0}",
         "/health?delay=2500",
     );
-    let s = run_json(&ramp, &["--threads", "1"], Duration::from_secs(30));
+    let s = run_json_exit(&ramp, &["--threads", "1"], Duration::from_secs(30), 1);
     let sessions = &s["sessions"];
     assert_eq!(
         (

@@ -55,8 +55,14 @@ fn compare_catches_a_raised_delay_and_passes_identical_runs() {
     listed.expect_success();
     let rows: Vec<&str> = listed.stdout.lines().skip(1).collect();
     assert_eq!(rows.len(), 3, "{}", listed.stdout);
+    let header = listed.stdout.lines().next().unwrap();
+    assert!(header.contains("verdict  trust"), "{header}");
     for (row, id) in rows.iter().zip(["1", "2", "3"]) {
         assert!(row.starts_with(id), "{row}");
+        assert!(
+            row.contains(" pass     ok ") || row.contains(" pass     UNTRUSTED "),
+            "the trust verdict has its column: {row}"
+        );
         assert!(row.contains("delayed.js"), "{row}");
         assert!(row.contains(".brr"), "the results file is listed: {row}");
     }
@@ -75,6 +81,11 @@ fn compare_catches_a_raised_delay_and_passes_identical_runs() {
     assert_eq!(same.code(), Some(0), "{}\n{}", same.stdout, same.stderr);
     assert!(same.stdout.contains("p95"), "{}", same.stdout);
     assert!(!same.stdout.contains("REGRESSION"), "{}", same.stdout);
+    assert!(
+        !same.stderr.contains("warning"),
+        "the same plan: {}",
+        same.stderr
+    );
 
     let html = fresh("compare.html");
     let slower = barrage(
@@ -104,6 +115,38 @@ fn compare_catches_a_raised_delay_and_passes_identical_runs() {
         slower.stderr.contains("regression: api p95"),
         "{}",
         slower.stderr
+    );
+    assert!(
+        slower
+            .stderr
+            .contains("warning: #3 ran a different plan than the baseline #1 (sessions differ)"),
+        "{}",
+        slower.stderr
+    );
+    // The same script sent elsewhere (`--target`): another target, another plan.
+    barrage(
+        &[
+            "run",
+            s(&fast),
+            "--threads",
+            "1",
+            "--history",
+            s(&db),
+            "--target",
+            &format!("http://localhost:{}", target.addr.port()),
+        ],
+        LIMIT,
+    )
+    .expect_success();
+    let elsewhere = barrage(&["compare", "1", "4", "--history", s(&db)], LIMIT);
+    assert!(
+        elsewhere.stderr.contains(&format!(
+            "warning: #4 ran against http://localhost:{}, the baseline #1 against http://{}",
+            target.addr.port(),
+            target.addr
+        )),
+        "{}",
+        elsewhere.stderr
     );
     // The baseline group's band: mean (min–max) over its two runs.
     assert!(slower.stdout.contains("ms–"), "{}", slower.stdout);

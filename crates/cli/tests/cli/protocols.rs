@@ -42,7 +42,7 @@ fn tls_target_prints_its_certificate_and_quick_trusts_it() {
     assert_eq!(count(&h1, "connections_h2"), 0);
 
     // Unverified: every request fails as an unknown CA, counted, not a crash.
-    let untrusted = quick_json(&["-n", "10", "-c", "2", &url]);
+    let untrusted = quick_json_unanswered(&["-n", "10", "-c", "2", &url], LIMIT);
     assert_eq!(
         untrusted["errors_by_kind"]["tls_unknown_ca"], 10,
         "{untrusted}"
@@ -84,7 +84,8 @@ fn h2c_and_connection_models_from_quick_flags() {
     ]);
     assert_eq!(count(&churn, "connections_opened"), 40, "{churn}");
     // An HTTP/2-only target does not speak HTTP/1.1: counted failures, not a hang.
-    let refused = quick_json(&["-n", "4", "-c", "1", "-t", "5", "--http1.1", &url]);
+    let refused =
+        quick_json_unanswered(&["-n", "4", "-c", "1", "-t", "5", "--http1.1", &url], LIMIT);
     assert_eq!(
         refused["status_codes"].as_object().map_or(0, |m| m.len()),
         0,

@@ -111,6 +111,11 @@ impl Target {
         format!("http://{}{}", self.addr, path)
     }
 
+    /// The target process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `https://ADDR` followed by `path`.
     pub fn https_url(&self, path: &str) -> String {
         format!("https://{}{}", self.addr, path)
@@ -256,6 +261,29 @@ pub fn quick_json(args: &[&str], limit: Duration) -> Value {
     argv.extend_from_slice(args);
     let out = barrage(&argv, limit);
     out.expect_success();
+    let summary = out.json();
+    check_invariants(&summary);
+    summary
+}
+
+/// Runs `barrage quick ARGS -o json` where no request can get a response: expects exit 1
+/// (a run that got no response is never green) and returns the checked summary.
+pub fn quick_json_unanswered(args: &[&str], limit: Duration) -> Value {
+    let mut argv = vec!["quick", "-o", "json"];
+    argv.extend_from_slice(args);
+    let out = barrage(&argv, limit);
+    assert_eq!(
+        out.code(),
+        Some(1),
+        "no response: exit 1\nstdout:\n{}\nstderr:\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("no request got a response"),
+        "{}",
+        out.stderr
+    );
     let summary = out.json();
     check_invariants(&summary);
     summary
@@ -416,6 +444,51 @@ pub fn scratch_file(name: &str, contents: &[u8]) -> std::path::PathBuf {
     let path = dir.join(format!("{}-{sequence}-{name}", std::process::id()));
     std::fs::write(&path, contents).expect("write scratch file");
     path
+}
+
+/// A server on 127.0.0.1 that accepts connections, reads nothing and never answers; it
+/// holds them until dropped.
+pub struct Stalled {
+    pub addr: SocketAddr,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Stalled {
+    pub fn start() -> Stalled {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let addr = listener.local_addr().expect("address");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = std::sync::Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((stream, _)) => held.push(stream),
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        Stalled {
+            addr,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+}
+
+impl Drop for Stalled {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// The summary's entry for the request tag `name`.

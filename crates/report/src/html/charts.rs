@@ -102,6 +102,12 @@ fn ticks(axis: Axis, low: f64, high: f64) -> Vec<(f64, String)> {
             .into_iter()
             .map(|t| (t, short_number(t)))
             .collect(),
+        // Less than a decade (bounds fitted to the data): round values inside it.
+        Axis::Log if high - low < 1.0 => linear_ticks(10f64.powf(low), 10f64.powf(high))
+            .into_iter()
+            .filter(|&t| t > 0.0 && (low..=high).contains(&t.log10()))
+            .map(|t| (t.log10(), short_number(t)))
+            .collect(),
         Axis::Log => {
             let mut out = Vec::new();
             let mut decade = low.floor() as i32;
@@ -134,6 +140,12 @@ fn bounds(values: impl Iterator<Item = f64>, axis: Axis) -> (f64, f64) {
         Axis::Linear => {
             let low = low.min(0.0);
             (low, if high > low { high * 1.05 } else { low + 1.0 })
+        }
+        // Data within one decade keeps its own range (100–108 ms is not drawn flat against a
+        // 100–1000 ms axis); wider data spans whole decades.
+        Axis::Log if high - low < 1.0 => {
+            let pad = ((high - low) * 0.05).max(0.002);
+            (low - pad, high + pad)
         }
         Axis::Log => (low.floor(), high.ceil().max(low.floor() + 1.0)),
         Axis::Percentile => (0.0, high.ceil().max(1.0)),
@@ -338,6 +350,16 @@ mod tests {
         );
         assert_eq!(short_number(25_000.0), "25k");
         assert_eq!(short_number(0.25), "0.25");
+        let narrow = ticks(Axis::Log, 100f64.log10(), 108f64.log10());
+        assert_eq!(
+            narrow.iter().map(|t| t.1.as_str()).collect::<Vec<_>>(),
+            ["100", "102", "104", "106", "108"]
+        );
+        let (low, high) = bounds([100f64.log10(), 108f64.log10()].into_iter(), Axis::Log);
+        assert!(
+            high - low < 0.05,
+            "100–108 ms keeps its range: {low}..{high}"
+        );
         let log = ticks(Axis::Log, -1.0, 2.0);
         assert_eq!(
             log.iter().map(|t| t.1.as_str()).collect::<Vec<_>>(),

@@ -5,6 +5,7 @@ mod charts;
 mod compare;
 mod tables;
 mod timeline;
+mod verdict;
 
 pub use charts::{Axis, Chart, Line, PALETTE};
 pub use compare::{render_compare_html, ComparedRun};
@@ -36,7 +37,10 @@ header{background:#fff;border-bottom:1px solid #dde1e7;padding:16px 24px}
 header .inner{max-width:1100px;margin:0 auto}
 h1{font-size:22px;margin:0 0 6px}h2{font-size:17px;margin:28px 0 10px}
 .verdict{display:inline-block;padding:2px 10px;border-radius:4px;font-weight:600;color:#fff;margin-left:8px;font-size:14px;vertical-align:middle}
-.pass{background:#2e7d32}.fail{background:#c62828}.interrupted{background:#ef6c00}
+.pass{background:#2e7d32}.fail{background:#c62828}.interrupted{background:#ef6c00}.untrusted{background:#ad1457}
+ul.reasons{margin:8px 0 0;padding-left:20px}ul.reasons li{margin:2px 0}
+.warning{border-color:#ad1457;background:#fdf0f5}
+tr.bad td{background:#fdecea}td.mark{font-weight:700;width:1.5em}tr.ok td.mark{color:#2e7d32}tr.bad td.mark{color:#c62828}
 dl.facts{display:grid;grid-template-columns:repeat(auto-fill,minmax(230px,1fr));gap:4px 16px;margin:8px 0 0}
 dl.facts div{display:flex;gap:6px}dl.facts dt{color:#5b6474}dl.facts dd{margin:0;font-weight:600;overflow-wrap:anywhere}
 .card{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:12px 14px;margin:10px 0;break-inside:avoid}
@@ -96,26 +100,14 @@ fn latency_chart(title: &str, l: timeline::LatencyLines) -> String {
     )
 }
 
-/// Whether the run passed: like exit code 99, only thresholds decide (a failed rule, or an
-/// `abortOnFail` stop); failed checks are reported but, as in k6, do not fail the run.
+/// Whether the run passed, as its exit code says (see [`verdict::passed`]).
 pub fn passed(_results: &ResultsFile, summary: &Summary) -> bool {
-    !(summary.k6.thresholds_failed() || summary.k6.aborted_by_threshold.is_some())
-}
-
-/// The run's verdict word and CSS class.
-fn verdict(results: &ResultsFile, summary: &Summary) -> (&'static str, &'static str) {
-    if !passed(results, summary) {
-        ("FAIL", "fail")
-    } else if summary.interrupted {
-        ("INTERRUPTED", "interrupted")
-    } else {
-        ("PASS", "pass")
-    }
+    verdict::passed(summary)
 }
 
 fn header(results: &ResultsFile, summary: &Summary) -> String {
     let meta = &results.meta;
-    let (word, class) = verdict(results, summary);
+    let (word, class, reasons) = verdict::verdict(summary);
     let mut facts = vec![
         ("target", meta.target.clone()),
         ("date", barrage_results::utc_text(meta.started_at_unix_ns)),
@@ -123,6 +115,10 @@ fn header(results: &ResultsFile, summary: &Summary) -> String {
         ("requests", summary.requests.to_string()),
         ("rate", format!("{:.1}/s", summary.requests_per_second)),
         ("errors", summary.errors.to_string()),
+        (
+            "interrupted requests",
+            summary.interrupted_requests.to_string(),
+        ),
         (
             "p99",
             format!(
@@ -144,7 +140,9 @@ fn header(results: &ResultsFile, summary: &Summary) -> String {
     for (k, v) in facts {
         let _ = write!(out, "<div><dt>{k}</dt><dd>{}</dd></div>", escape(&v));
     }
-    out.push_str("</dl></div></header>");
+    out.push_str("</dl>");
+    out.push_str(&verdict::reasons_list(&reasons));
+    out.push_str("</div></header>");
     out
 }
 
@@ -152,13 +150,14 @@ fn header(results: &ResultsFile, summary: &Summary) -> String {
 pub fn render_html(results: &ResultsFile, summary: &Summary) -> String {
     let meta = &results.meta;
     let mut body = String::new();
-    if let Some(t) = &results.thresholds {
-        let _ = write!(
-            body,
-            r#"<h2>Thresholds</h2><div class="card">{}</div>"#,
-            tables::json_section(t)
-        );
-    }
+    body.push_str(&verdict::trust_warning(summary));
+    let _ = write!(
+        body,
+        r#"<h2>Thresholds</h2>{}<h2>Checks and asserts</h2>{}<h2>Custom metrics</h2>{}"#,
+        verdict::thresholds(&summary.k6),
+        tables::checks(summary),
+        verdict::custom_metrics(&summary.k6)
+    );
     if let Some(s) = &results.self_check {
         let _ = write!(
             body,
@@ -295,11 +294,10 @@ pub fn render_html(results: &ResultsFile, summary: &Summary) -> String {
 
     let _ = write!(
         body,
-        r#"<h2>Per tag</h2>{}<h2>Status codes</h2>{}<h2>Errors</h2>{}<h2>Checks and asserts</h2>{}<h2>Test configuration</h2>{}"#,
+        r#"<h2>Per tag</h2>{}<h2>Status codes</h2>{}<h2>Errors</h2>{}<h2>Test configuration</h2>{}"#,
         tables::per_tag(summary),
         tables::status_codes(summary),
         tables::error_kinds(summary),
-        tables::checks(summary),
         tables::configuration(meta, summary)
     );
     page(

@@ -113,11 +113,12 @@ pub fn status_codes(summary: &Summary) -> String {
     table(&head, &rows, 1)
 }
 
+/// Error kinds, and the requests still open when the run ended (per tag when several).
 pub fn error_kinds(summary: &Summary) -> String {
-    if summary.errors_by_kind.is_empty() {
+    if summary.errors_by_kind.is_empty() && summary.interrupted_requests == 0 {
         return "<p>No errors.</p>".into();
     }
-    let rows: Vec<Vec<String>> = summary
+    let mut rows: Vec<Vec<String>> = summary
         .errors_by_kind
         .iter()
         .map(|(kind, n)| {
@@ -128,6 +129,18 @@ pub fn error_kinds(summary: &Summary) -> String {
             vec![kind.clone(), description.to_string(), n.to_string()]
         })
         .collect();
+    if summary.interrupted_requests > 0 {
+        let per_tag = summary.interrupted_by_tag();
+        let mut meaning = "still open when the run ended, never answered".to_string();
+        if !per_tag.is_empty() {
+            meaning += &format!(" ({})", per_tag.join(", "));
+        }
+        rows.push(vec![
+            "interrupted".into(),
+            meaning,
+            summary.interrupted_requests.to_string(),
+        ]);
+    }
     table(&["kind", "meaning", "count"], &rows, 2)
 }
 
@@ -160,11 +173,10 @@ pub fn configuration(meta: &RunMeta, summary: &Summary) -> String {
     if let Some(script) = &meta.script {
         rows.push(vec!["definition".into(), script.clone()]);
     }
-    if let Some(workload) = meta.plan.get("workload") {
-        rows.push(vec!["workload".into(), workload.to_string()]);
-    }
-    if let Some(options) = meta.plan.get("options") {
-        rows.push(vec!["options".into(), options.to_string()]);
+    for part in ["workload", "options"] {
+        if let Some(value) = meta.plan.get(part) {
+            flatten(part, value, &mut rows);
+        }
     }
     for (flag, value) in &meta.overrides {
         rows.push(vec![format!("--{flag}"), value.clone()]);
@@ -206,6 +218,39 @@ pub fn configuration(meta: &RunMeta, summary: &Summary) -> String {
 
 /// A JSON section the report does not model (thresholds, self-check): a list of objects as a
 /// table of their keys, anything else as formatted text.
+/// A JSON value as readable rows: one `a.b.c` → plain value per leaf (lists of plain values
+/// joined by commas, lists of objects numbered), empty parts left out.
+fn flatten(key: &str, value: &serde_json::Value, rows: &mut Vec<Vec<String>>) {
+    use serde_json::Value;
+    match value {
+        Value::Null => {}
+        Value::Object(map) => {
+            for (k, v) in map {
+                flatten(&format!("{key}.{k}"), v, rows);
+            }
+        }
+        Value::Array(items) if items.iter().any(|i| i.is_object() || i.is_array()) => {
+            for (i, item) in items.iter().enumerate() {
+                flatten(&format!("{key}[{}]", i + 1), item, rows);
+            }
+        }
+        Value::Array(items) if items.is_empty() => {}
+        Value::Array(items) => {
+            let text: Vec<String> = items.iter().map(plain).collect();
+            rows.push(vec![key.to_string(), text.join(", ")]);
+        }
+        other => rows.push(vec![key.to_string(), plain(other)]),
+    }
+}
+
+/// A plain JSON value without quotes.
+fn plain(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 pub fn json_section(value: &serde_json::Value) -> String {
     if let Some(items) = value.as_array().filter(|a| a.iter().all(|v| v.is_object())) {
         let mut keys: Vec<String> = Vec::new();

@@ -104,7 +104,50 @@ fn the_page_is_self_contained_and_draws_every_chart() {
         );
     }
     assert!(html.contains("<td>timeout</td>"));
-    assert!(!html.contains("<h2>Thresholds</h2>"));
+    assert!(html.contains("The plan sets no thresholds."));
+    assert!(
+        !html.contains(r#"<td>{"#),
+        "the configuration is a readable table, not JSON"
+    );
+}
+
+#[test]
+fn the_verdict_shows_its_reasons_thresholds_and_trust() {
+    let results = sample_results();
+    let mut summary = crate::summary_of(&results, &crate::DEFAULT_TREND_STATS);
+    summary.k6.thresholds = vec![
+        crate::ThresholdResult {
+            metric: "http_req_duration".into(),
+            expression: "p(95)<200".into(),
+            observed: Some(12.0),
+            passed: true,
+            abort_on_fail: false,
+        },
+        crate::ThresholdResult {
+            metric: "http_req_failed".into(),
+            expression: "rate<0.001".into(),
+            observed: Some(0.01),
+            passed: false,
+            abort_on_fail: false,
+        },
+    ];
+    let html = render_html(&results, &summary);
+    assert!(html.contains(r#"class="verdict fail">FAIL"#));
+    assert!(html.contains("<li>1 of 2 thresholds failed</li>"), "{html}");
+    assert!(html.contains(r#"<tr class="bad"><td class="mark">✗</td><td>http_req_failed</td><td><code>rate&lt;0.001</code></td><td>rate=1.00%</td></tr>"#));
+    assert!(html.contains(r#"<tr class="ok"><td class="mark">✓</td><td>http_req_duration</td>"#));
+
+    summary.k6.thresholds.truncate(1);
+    summary.trustworthy = false;
+    summary.trust_reasons = vec!["the busiest worker used 97% of a CPU".into()];
+    let html = render_html(&results, &summary);
+    assert!(
+        html.contains(r#"class="verdict untrusted">UNTRUSTWORTHY"#),
+        "an untrustworthy run never says PASS"
+    );
+    assert!(!html.contains(">PASS<"));
+    assert!(html.contains("These latency figures cannot be trusted."));
+    assert!(html.contains("<li>the busiest worker used 97% of a CPU</li>"));
 }
 
 #[test]
@@ -120,7 +163,6 @@ fn thresholds_and_self_check_show_when_present_and_can_fail_the_run() {
     assert!(html.contains("Active clients"));
     assert_eq!(html.matches(r#"data-name="active clients""#).count(), 1);
     assert!(html.contains("<h2>Thresholds</h2>"));
-    assert!(html.contains("<td>rate &lt; 0.1%</td>"));
     assert!(html.contains("<h2>Generator self-check</h2>"));
     assert!(html.contains("cpu_busy"));
     // Thresholds decide the verdict, as for exit code 99, not the JSON shown.
