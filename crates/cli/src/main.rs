@@ -5,6 +5,7 @@ mod dashboard_frame;
 mod fd_limit;
 mod hey_flags;
 mod history;
+mod k6_front;
 mod k8s;
 mod live;
 mod outputs;
@@ -217,6 +218,8 @@ struct RunArgs {
     outputs: OutputArgs,
     #[command(flatten)]
     record: record::RecordArgs,
+    #[command(flatten)]
+    k6: k6_front::K6Args,
 }
 
 #[derive(Debug, clap::Args)]
@@ -350,7 +353,14 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 }
 
 fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
-    let plan = scenario::prepare(&args.file, &args.overrides.resolve()?)?;
+    let (plan, scripted) = match k6_front::load(&args.file, &args.k6, &args.overrides.resolve()?)? {
+        Ok(Some(test)) => test,
+        Ok(None) => (
+            scenario::prepare(&args.file, &args.overrides.resolve()?)?,
+            None,
+        ),
+        Err(code) => return Ok(code),
+    };
     let context = runner::RunContext {
         command: "run",
         script: Some(args.file.display().to_string()),
@@ -362,13 +372,14 @@ fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
             .transpose()?,
         ..Default::default()
     };
-    let spec = runner::RunSpec::new(
+    let mut spec = runner::RunSpec::new(
         plan,
         context,
         &args.outputs,
         &args.record,
         runner::progress_wanted(),
     )?;
+    spec.options.scripted = scripted;
     let (finished, files) = spec.run()?;
     print_out(&render_run(&finished.summary))?;
     record::keep(&args.record, &finished, files)?;

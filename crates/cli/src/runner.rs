@@ -94,6 +94,8 @@ pub struct RunOptions {
     pub show_progress: bool,
     pub streams: Streams,
     pub trend_stats: Vec<Aggregation>,
+    /// k6 scripts: the VUs that run instead of the plan's sessions.
+    pub scripted: Option<barrage_engine::SharedVuFactory>,
 }
 
 impl RunOptions {
@@ -103,6 +105,7 @@ impl RunOptions {
             show_progress,
             streams: Streams::default(),
             trend_stats: DEFAULT_TREND_STATS.to_vec(),
+            scripted: None,
         }
     }
 }
@@ -139,6 +142,7 @@ impl RunSpec {
                 show_progress,
                 streams,
                 trend_stats,
+                scripted: None,
             },
             files,
         })
@@ -169,6 +173,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
     }
     let control = RunControl {
         samples: options.streams.samples.clone(),
+        scripted: options.scripted.clone(),
         ..RunControl::default()
     };
     let show_progress = options.show_progress;

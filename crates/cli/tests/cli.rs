@@ -9,6 +9,8 @@ mod hey;
 mod history_compare;
 #[path = "cli/hostile.rs"]
 mod hostile;
+#[path = "cli/k6.rs"]
+mod k6;
 #[path = "cli/live_exports.rs"]
 mod live_exports;
 #[path = "cli/never_answering.rs"]

@@ -42,6 +42,8 @@ pub(crate) struct Client {
     pub(crate) jar: Option<Box<Jar>>,
     /// Connects that failed in a row: the next attempt waits longer (see `exchange.rs`).
     pub(crate) connect_failures: u32,
+    /// Scripted VUs: the origin its connection goes to.
+    pub(crate) script_origin: Option<crate::scripted_client::ScriptOrigin>,
 }
 
 /// How a session ended.
@@ -98,6 +100,7 @@ impl Client {
             pool_slot: None,
             jar: worker.run.plan.cookies.then(Box::default),
             connect_failures: 0,
+            script_origin: None,
         }
     }
 

@@ -16,18 +16,11 @@ use barrage_plan::HttpDebug;
 use std::time::{Duration, Instant};
 
 /// A completed exchange and the timings around it that the connection cannot know.
-struct Attempt {
-    exchange: Exchange,
-    connect: Option<Duration>,
-    tls: Option<Duration>,
-    write_started: Instant,
-}
-
-/// What an attempt keeps of the response, and whether one has a body.
-struct Wanted<'a> {
-    headers: &'a [String],
-    body: bool,
-    expects_body: bool,
+pub(crate) struct Attempt {
+    pub exchange: Exchange,
+    pub connect: Option<Duration>,
+    pub tls: Option<Duration>,
+    pub write_started: Instant,
 }
 
 /// What one hop of a request ended with.
@@ -136,6 +129,7 @@ impl Client {
                 .unwrap_or(&request.extraction.headers),
             body: request.extraction.body || debug == Some(HttpDebug::Full),
             expects_body: request.expects_body,
+            addrs: None,
         };
         let mut captured = (decode
             || !request.extraction.is_empty()
@@ -330,7 +324,18 @@ fn connect_backoff(failures: u32) -> Duration {
     Duration::from_millis(1u64 << (failures - 2).min(8)).min(Duration::from_millis(250))
 }
 
-async fn attempt(
+/// What an exchange wants of the response, and where it connects.
+pub(crate) struct Wanted<'a> {
+    pub expects_body: bool,
+    /// Headers to capture (by name) and whether to keep the body.
+    pub headers: &'a [String],
+    pub body: bool,
+    /// Addresses to connect to instead of the plan target's (a scripted request to another
+    /// host).
+    pub addrs: Option<&'a [std::net::SocketAddr]>,
+}
+
+pub(crate) async fn attempt(
     connection: &mut Option<AnyConnection>,
     worker: &Worker,
     bytes: &[u8],
@@ -345,15 +350,16 @@ async fn attempt(
         if !reused {
             let settings = &worker.run.connection;
             let local = worker.connections.next_local(settings);
-            let opened = match settings.dns_ttl {
-                None => {
+            let opened = match (wanted.addrs, settings.dns_ttl) {
+                (Some(addrs), _) => Box::pin(settings.connector.open(addrs, local)).await?,
+                (None, None) => {
                     let addrs = worker.run.addrs.as_ref().as_ref().map_err(|kind| *kind)?;
                     // Boxed: connecting (TCP, TLS, HTTP/2 handshakes) happens once per
                     // connection, and inline its large state would sit in every client's
                     // future, also while the client waits in a think time.
                     Box::pin(settings.connector.open(addrs, local)).await?
                 }
-                Some(ttl) => {
+                (None, Some(ttl)) => {
                     let addrs = Box::pin(worker.connections.resolve_with_ttl(
                         ttl,
                         &settings.host,

@@ -25,6 +25,8 @@ mod protocol;
 mod redirect;
 mod samples;
 mod scheduler;
+mod scripted;
+mod scripted_client;
 mod self_check;
 mod session;
 mod snapshots;
@@ -35,5 +37,9 @@ pub use control::{LiveCounters, LiveSnapshot, RunControl, StopSignal};
 pub use protocol::connector;
 pub use samples::SampleSink;
 pub use scheduler::{run, EngineError, RunOutcome};
+pub use scripted::{
+    ScriptRequest, ScriptResponse, ScriptTimings, ScriptedVu, SharedVuFactory, VuEvent, VuFactory,
+    VuInput, VuStep, CAPTURED_HEADERS,
+};
 pub use session::SessionProblem;
 pub use snapshots::{LiveMetrics, Snapshots};

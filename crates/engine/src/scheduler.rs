@@ -29,6 +29,8 @@ pub enum EngineError {
     WorkerPanicked,
     #[error("TLS setup: {0}")]
     Tls(String),
+    #[error("the plan's iterations are the script `{0}`: run the script itself")]
+    ScriptedWithoutVus(String),
 }
 
 impl From<PlanError> for EngineError {
@@ -77,6 +79,9 @@ fn worker_threads(plan: &Plan) -> usize {
 /// and watch the run through `control` from another thread.
 pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError> {
     plan.validate()?;
+    if let (Some(file), None) = (&plan.options.scripted_body, &control.scripted) {
+        return Err(EngineError::ScriptedWithoutVus(file.clone()));
+    }
     let compiled = Arc::new(CompiledPlan::compile(plan)?);
     let connection = ConnectionSettings::new(plan).map_err(|e| EngineError::Tls(e.to_string()))?;
     let addrs = Arc::new(

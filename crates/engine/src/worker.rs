@@ -45,6 +45,11 @@ pub(crate) struct Worker {
     pub sampler: Option<RefCell<Sampler>>,
     /// The shared pool, source-address cursor and re-resolved addresses.
     pub connections: WorkerConnections,
+    /// Scripted runs: the response headers a scripted response carries.
+    pub scripted_headers: Vec<String>,
+    /// Scripted runs: check name → index in this worker's check counts (scripts name their
+    /// checks as they run; metrics merge checks by name).
+    script_checks: RefCell<std::collections::HashMap<String, usize>>,
 }
 
 /// Buffers larger than this are freed rather than pooled after use.
@@ -205,6 +210,11 @@ impl Worker {
                 ))
             }),
             connections: WorkerConnections::new(&init.run.connection),
+            scripted_headers: crate::scripted::CAPTURED_HEADERS
+                .iter()
+                .map(|h| (*h).to_string())
+                .collect(),
+            script_checks: RefCell::default(),
             run: init.run,
             remaining: Cell::new(init.iterations),
             metrics: RefCell::new(metrics),
@@ -356,6 +366,24 @@ impl Worker {
 
     /// Adds `value` to custom metric `metric`.
     #[inline]
+    /// Counts one evaluation of the scripted check `name`.
+    pub(crate) fn record_script_check(&self, name: &str, passed: bool) {
+        let mut checks = self.script_checks.borrow_mut();
+        let mut metrics = self.metrics.borrow_mut();
+        let index = match checks.get(name) {
+            Some(&index) => index,
+            None => {
+                metrics
+                    .checks
+                    .push(barrage_metrics::CheckCounts::new(name.to_string(), false));
+                let index = metrics.checks.len() - 1;
+                checks.insert(name.to_string(), index);
+                index
+            }
+        };
+        metrics.record_check(index, passed);
+    }
+
     pub(crate) fn record_custom(&self, metric: usize, value: f64) {
         let at = Instant::now()
             .saturating_duration_since(self.run.run_start)

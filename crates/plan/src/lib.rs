@@ -133,6 +133,10 @@ pub struct TestOptions {
     /// The part of the test this process runs (`--segment i/N`); none: all of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segment: Option<Segment>,
+    /// The iterations are this script's (a k6 script file, run by its VUs), not the
+    /// sessions' steps: the plan's one session is then empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scripted_body: Option<String>,
 }
 
 fn is_zero(value: &u32) -> bool {
@@ -160,6 +164,7 @@ impl Default for TestOptions {
             proxy: None,
             http_debug: None,
             segment: None,
+            scripted_body: None,
         }
     }
 }
@@ -256,7 +261,7 @@ impl Plan {
             return Err(PlanError::NoSessions);
         }
         for session in &self.sessions {
-            if session.steps.is_empty() {
+            if session.steps.is_empty() && self.options.scripted_body.is_none() {
                 return Err(PlanError::EmptySession(session.name.clone()));
             }
             let mut problem = None;
