@@ -147,6 +147,7 @@ mod tests {
             headers: &every,
             body: false,
             encoded_body: false,
+            max_body: 100,
             into: &mut lines,
         };
         capture.start();
