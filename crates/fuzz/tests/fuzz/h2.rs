@@ -26,7 +26,9 @@ fn connection_run(input: &[u8]) {
     let mut sent = 0usize;
     if conn.can_open() == Ok(true) {
         let request = if control[0] & 4 == 4 { POST } else { REQUEST };
-        let started = conn.start_stream(request, true, KeepBody::Always(1 << 20)).unwrap();
+        let started = conn
+            .start_stream(request, true, KeepBody::Always(1 << 20))
+            .unwrap();
         let body = &request[started.body_start..];
         conn.send_body(started.slot, body, &mut sent);
         streams.push(started.slot);
