@@ -23,6 +23,26 @@ pub(crate) struct Attempt {
     pub write_started: Instant,
 }
 
+impl Attempt {
+    /// Where the attempt's time went: connect, TLS, writing, waiting, reading.
+    pub(crate) fn phases(&self) -> PhaseTimings {
+        let exchange = &self.exchange;
+        PhaseTimings {
+            connect: self.connect,
+            tls: self.tls,
+            write: exchange
+                .written_at
+                .saturating_duration_since(self.write_started),
+            wait: exchange
+                .first_byte_at
+                .saturating_duration_since(exchange.written_at),
+            read: exchange
+                .done_at
+                .saturating_duration_since(exchange.first_byte_at),
+        }
+    }
+}
+
 /// What one hop of a request ended with.
 enum Hop {
     /// The request's final response or failure: whether it succeeded.
@@ -179,6 +199,7 @@ impl Client {
         let kind = match outcome {
             Ok(Ok(attempt)) => {
                 self.connect_failures = 0;
+                let phases = attempt.phases();
                 let exchange = attempt.exchange;
                 if !(exchange.keep_alive && worker.run.keep_alive) {
                     self.connection = None;
@@ -188,19 +209,7 @@ impl Client {
                     second: worker.second_of(exchange.done_at),
                     latency: exchange.done_at.saturating_duration_since(intended),
                     expected_interval: self.expected_interval,
-                    phases: PhaseTimings {
-                        connect: attempt.connect,
-                        tls: attempt.tls,
-                        write: exchange
-                            .written_at
-                            .saturating_duration_since(attempt.write_started),
-                        wait: exchange
-                            .first_byte_at
-                            .saturating_duration_since(exchange.written_at),
-                        read: exchange
-                            .done_at
-                            .saturating_duration_since(exchange.first_byte_at),
-                    },
+                    phases,
                     status: exchange.status,
                     bytes_sent: exchange.bytes_sent,
                     bytes_received: exchange.bytes_received,

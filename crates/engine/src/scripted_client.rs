@@ -10,7 +10,7 @@ use crate::scripted::{
     CAPTURED_HEADERS,
 };
 use crate::worker::Worker;
-use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord};
+use barrage_metrics::{ErrorKind, ResponseRecord};
 use std::net::SocketAddr;
 use std::time::Instant;
 
@@ -168,23 +168,11 @@ impl Client {
         worker.request_buffers.give(bytes, capacity);
         let kind = match outcome {
             Ok(Ok(done)) => {
+                let phases = done.phases();
                 let exchange = done.exchange;
                 if !(exchange.keep_alive && worker.run.keep_alive) {
                     self.connection = None;
                 }
-                let phases = PhaseTimings {
-                    connect: done.connect,
-                    tls: done.tls,
-                    write: exchange
-                        .written_at
-                        .saturating_duration_since(done.write_started),
-                    wait: exchange
-                        .first_byte_at
-                        .saturating_duration_since(exchange.written_at),
-                    read: exchange
-                        .done_at
-                        .saturating_duration_since(exchange.first_byte_at),
-                };
                 let latency = exchange.done_at.saturating_duration_since(intended);
                 // k6 hands scripts the decoded body (decoded as it streamed in, up to
                 // `--max-body`; empty when it did not decode).
