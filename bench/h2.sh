@@ -10,6 +10,7 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 usage() {
   cat <<USAGE
 Usage: bench/h2.sh [--runs N] [--duration S] [--targets "barrage nginx"] [--no-handshakes]
+                   [--baseline BIN]
 
 Each cell is the median of N runs (default 3) of S seconds (default 5): barrage quick
 (--h2, --disable-compression, --threads 1) and h2load, generator on CPU $GEN_CPU, target on
@@ -17,7 +18,8 @@ CPU $TARGET_CPU. Two shapes: 50 connections x 1 stream (barrage per-client, h2lo
 and 10 connections x 10 streams (barrage -c 100 --connection-model shared --pool-size 10,
 h2load -c 10 -m 10). Reports requests/s and generator CPU µs per request ((user+sys)/requests).
 Then: TLS handshakes per second with --connection-model new-per-request (with and without
-session resumption) against the bundled target.
+session resumption) against the bundled target. --baseline BIN adds another barrage binary
+(e.g. the previous commit's) as a third generator, run interleaved with the others.
 USAGE
 }
 
@@ -25,12 +27,14 @@ RUNS=3
 DURATION=5
 TARGETS="barrage nginx"
 HANDSHAKES=1
+BASELINE=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --runs) RUNS="$2"; shift 2 ;;
     --duration) DURATION="$2"; shift 2 ;;
     --targets) TARGETS="$2"; shift 2 ;;
     --no-handshakes) HANDSHAKES=0; shift ;;
+    --baseline) BASELINE="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
   esac
@@ -119,6 +123,10 @@ timed() { # cmd...  (stdout -> $BENCH_TMP/run.out, "user sys" -> $BENCH_TMP/run.
     > "$BENCH_TMP/run.out" 2>/dev/null || true
 }
 
+run_baseline() { # url shape: the --baseline binary, same flags
+  BARRAGE="$BASELINE" run_barrage "$@"
+}
+
 run_barrage() { # url shape
   local url="$1" shape="$2" tls=()
   [[ "$url" == https* ]] && tls=(--cacert "$CACERT")
@@ -138,6 +146,9 @@ run_h2load() { # url shape
   echo "${requests:-0} $(awk '{ print $1 + $2 }' "$BENCH_TMP/run.time")"
 }
 
+GENERATORS="barrage h2load"
+[[ -n "$BASELINE" ]] && GENERATORS="barrage baseline h2load"
+
 printf '| target | protocol | shape | generator | req/s (median) | CPU µs/request (median) | requests per CPU-second |\n'
 printf '|---|---|---|---|---:|---:|---:|\n'
 for target in $TARGETS; do
@@ -146,9 +157,9 @@ for target in $TARGETS; do
     url="$H2C_URL"; [[ "$proto" == h2+tls ]] && url="$TLS_URL"
     for shape in per-connection pooled; do
       declare -A rps=() cost=()
-      for gen in barrage h2load; do rps[$gen]=""; cost[$gen]=""; done
+      for gen in $GENERATORS; do rps[$gen]=""; cost[$gen]=""; done
       for run in $(seq 1 "$RUNS"); do
-        for gen in barrage h2load; do
+        for gen in $GENERATORS; do
           read -r requests cpu < <("run_$gen" "$url" "$shape")
           log "$target $proto $shape $gen run $run: $requests requests, ${cpu}s CPU"
           [[ "$requests" -gt 0 ]] || continue
@@ -156,7 +167,7 @@ for target in $TARGETS; do
           cost[$gen]+=" $(awk -v r="$requests" -v c="$cpu" 'BEGIN { printf "%.2f", c * 1e6 / r }')"
         done
       done
-      for gen in barrage h2load; do
+      for gen in $GENERATORS; do
         # shellcheck disable=SC2086
         m_rps="$(median ${rps[$gen]})"; m_cost="$(median ${cost[$gen]})"
         per_cpu="$(awk -v c="$m_cost" 'BEGIN { if (c != "NA" && c > 0) printf "%.0f", 1e6 / c; else print "NA" }')"

@@ -1,18 +1,25 @@
 //! The `barrage` binary: parses the command line and wires script/plan, engine, and reports.
 
 mod compare_cmd;
+mod dashboard_frame;
+mod fd_limit;
 mod hey_flags;
 mod history;
+mod k6_front;
+mod k8s;
 mod live;
 mod outputs;
 mod overrides;
+mod progress;
 mod protocol_flags;
 mod quick;
 mod record;
 mod results_cmd;
 mod runner;
 mod scenario;
+mod segment_run;
 mod usage;
+mod values;
 mod vu_overrides;
 
 use anyhow::Context;
@@ -25,6 +32,7 @@ use runner::RunOptions;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 use usage::{exit, usage, UsageError};
 
 #[derive(Debug, Parser)]
@@ -34,6 +42,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a test definition (JavaScript DSL, or a plan as .json)
@@ -54,12 +64,14 @@ enum Command {
     History(HistoryArgs),
     /// Compare runs (history ids or results files), baseline first: per-tag deltas and bands
     Compare(compare_cmd::CompareArgs),
+    /// Write Kubernetes manifests that run a test as N segments (an Indexed Job)
+    K8s(Box<k8s::K8sArgs>),
 }
 
 #[derive(Debug, clap::Args)]
 struct HistoryArgs {
     /// Show the last N runs
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, allow_hyphen_values = true, value_parser = values::history_rows)]
     last: usize,
     /// Only runs of this script (file name or path) or test name
     #[arg(long)]
@@ -76,28 +88,28 @@ struct OverrideArgs {
     #[arg(long)]
     target: Option<String>,
     /// Multiply every arrival rate by this factor
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = values::rate_factor)]
     rate_factor: Option<f64>,
     /// Cap the whole test at this duration (e.g. 30s)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     duration_limit: Option<String>,
     /// Seed of every random choice, for reproducible runs
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = values::seed)]
     seed: Option<u64>,
     /// Worker threads (default: one per CPU this process may use)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = values::threads)]
     threads: Option<usize>,
     /// Run this many virtual users (closed model; with --duration, or the plan's)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     vus: Option<String>,
     /// Run the virtual users for this long (e.g. 30s, 2m)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     duration: Option<String>,
     /// Ramp virtual users through stages, duration:target pairs ("30s:100,1m:100,10s:0")
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     stages: Option<String>,
     /// Run this many iterations in total, shared by the virtual users
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     iterations: Option<String>,
     /// Set a script global or a field under one, as StormForger's CLI does
     /// (`--define defines.env=prod`; VALUE is JSON, or else text); repeatable
@@ -106,6 +118,15 @@ struct OverrideArgs {
     /// StormForger non-functional requirements (version "0.1" YAML), evaluated as thresholds
     #[arg(long, value_name = "FILE")]
     nfr: Option<PathBuf>,
+    /// Run segment i (from 0) of N equal parts of the test (merge the N results files)
+    #[arg(long, value_name = "i/N", conflicts_with = "execution_segment")]
+    segment: Option<String>,
+    /// k6's segment a:b of the test (equal parts, e.g. 1/4:2/4)
+    #[arg(long, value_name = "a:b")]
+    execution_segment: Option<String>,
+    /// k6's segment boundaries, e.g. 0,1/4,1/2,3/4,1
+    #[arg(long, value_name = "LIST", requires = "execution_segment")]
+    execution_segment_sequence: Option<String>,
     #[command(flatten)]
     protocol: protocol_flags::ProtocolArgs,
 }
@@ -124,7 +145,27 @@ impl OverrideArgs {
         put("duration-limit", self.duration_limit.clone());
         put("seed", self.seed.map(|s| s.to_string()));
         put("threads", self.threads.map(|t| t.to_string()));
+        put("segment", self.segment.clone());
+        put("execution-segment", self.execution_segment.clone());
+        put(
+            "execution-segment-sequence",
+            self.execution_segment_sequence.clone(),
+        );
         given
+    }
+
+    fn segment(&self) -> anyhow::Result<Option<barrage_plan::Segment>> {
+        use barrage_plan::Segment;
+        if let Some(text) = &self.segment {
+            return Segment::parse(text)
+                .map(Some)
+                .map_err(|e| usage::usage(format!("--segment: {e}")));
+        }
+        self.execution_segment
+            .as_deref()
+            .map(|text| Segment::from_k6(text, self.execution_segment_sequence.as_deref()))
+            .transpose()
+            .map_err(|e| usage::usage(format!("--execution-segment: {e}")))
     }
 
     fn resolve(&self) -> anyhow::Result<Overrides> {
@@ -134,10 +175,11 @@ impl OverrideArgs {
             duration_limit: self
                 .duration_limit
                 .as_deref()
-                .map(|d| quick::parse_duration_flag("--duration-limit", d, false))
+                .map(|d| values::positive_duration_flag("--duration-limit", d, false))
                 .transpose()?,
             seed: self.seed,
             threads: self.threads,
+            segment: self.segment()?,
             vus: vu_overrides::VuOverrides::parse(
                 self.vus.as_deref(),
                 self.duration.as_deref(),
@@ -168,10 +210,16 @@ struct RunArgs {
     file: PathBuf,
     #[command(flatten)]
     overrides: OverrideArgs,
+    /// Start the load at this wall-clock time (RFC 3339, e.g. 2026-11-23T22:00:00Z, or Unix
+    /// seconds), so the segments of a test start together
+    #[arg(long, value_name = "TIME")]
+    start_at: Option<String>,
     #[command(flatten)]
     outputs: OutputArgs,
     #[command(flatten)]
     record: record::RecordArgs,
+    #[command(flatten)]
+    k6: k6_front::K6Args,
 }
 
 #[derive(Debug, clap::Args)]
@@ -188,7 +236,7 @@ struct TargetArgs {
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: String,
     /// Server threads (default: one per CPU)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = values::threads)]
     threads: Option<usize>,
     /// Serve HTTPS with a generated self-signed certificate (ALPN h2 and http/1.1); the
     /// second line printed names the certificate file (PEM, for --cacert) and its fingerprint
@@ -209,14 +257,16 @@ struct TargetArgs {
 #[derive(Debug, clap::Args)]
 struct DemoArgs {
     /// How long to run the load
-    #[arg(short = 'z', long, default_value = "5s")]
-    duration: String,
+    #[arg(short = 'z', long, default_value = "5s", allow_hyphen_values = true, value_parser = values::run_duration_flag)]
+    duration: Duration,
     /// Concurrent connections
-    #[arg(short = 'c', default_value_t = 50)]
-    concurrency: i64,
+    #[arg(short = 'c', default_value_t = 50, allow_hyphen_values = true, value_parser = values::clients)]
+    concurrency: u64,
 }
 
 fn main() {
+    // Before anything opens a socket: a load generator needs many descriptors.
+    fd_limit::raise();
     use clap::CommandFactory;
     let args = match hey_flags::normalize(std::env::args_os().collect(), &Cli::command()) {
         Ok(args) => args,
@@ -273,10 +323,18 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Target(args) => target_command(&args),
         Command::Demo(args) => demo_command(&args),
         Command::Report(args) => {
-            print_out(&results_cmd::report_command(&args)?)?;
-            Ok(exit::OK)
+            let (text, code) = results_cmd::report_command(&args)?;
+            print_out(&text)?;
+            if code == exit::THRESHOLDS_FAILED {
+                eprintln!("error: some thresholds have failed");
+            }
+            Ok(code)
         }
         Command::Compare(args) => compare_cmd::compare_command(&args),
+        Command::K8s(args) => {
+            print_out(&k8s::k8s_command(&args, &Overrides::default())?)?;
+            Ok(exit::OK)
+        }
         Command::History(args) => {
             let db = history::path(args.history.as_deref())?;
             let conn = history::open(&db)?;
@@ -295,20 +353,33 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 }
 
 fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
-    let plan = scenario::prepare(&args.file, &args.overrides.resolve()?)?;
+    let (plan, scripted) = match k6_front::load(&args.file, &args.k6, &args.overrides.resolve()?)? {
+        Ok(Some(test)) => test,
+        Ok(None) => (
+            scenario::prepare(&args.file, &args.overrides.resolve()?)?,
+            None,
+        ),
+        Err(code) => return Ok(code),
+    };
     let context = runner::RunContext {
         command: "run",
         script: Some(args.file.display().to_string()),
         overrides: args.overrides.given(),
+        start_at: args
+            .start_at
+            .as_deref()
+            .map(segment_run::parse_start_at)
+            .transpose()?,
         ..Default::default()
     };
-    let spec = runner::RunSpec::new(
+    let mut spec = runner::RunSpec::new(
         plan,
         context,
         &args.outputs,
         &args.record,
         runner::progress_wanted(),
     )?;
+    spec.options.scripted = scripted;
     let (finished, files) = spec.run()?;
     print_out(&render_run(&finished.summary))?;
     record::keep(&args.record, &finished, files)?;
@@ -366,9 +437,6 @@ fn target_command(args: &TargetArgs) -> anyhow::Result<i32> {
             args.listen
         ))
     })?;
-    if args.threads == Some(0) {
-        return Err(usage("--threads must be at least 1"));
-    }
     let tls = if args.tls {
         Some(barrage_target::SelfSigned::generate().context("generating the certificate")?)
     } else {
@@ -445,14 +513,14 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
         target.addr()
     );
     println!(
-        "  for {} with {} connections (Ctrl-C stops early)",
+        "  for {:?} with {} connections (Ctrl-C stops early)",
         args.duration, args.concurrency
     );
     let quick = QuickArgs {
         url,
         requests: 1,
         concurrency: args.concurrency,
-        duration: Some(args.duration.clone()),
+        duration: Some(args.duration),
         qps_per_worker: None,
         rate: None,
         method: "GET".into(),
@@ -464,7 +532,7 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
         user_agent: None,
         host: None,
         proxy: None,
-        timeout: "20".into(),
+        timeout: Duration::from_secs(20),
         basic_auth: None,
         disable_keepalive: false,
         disable_compression: false,

@@ -26,10 +26,15 @@ pub struct OutputArgs {
     /// Write the per-second time series as CSV (one row per second and tag)
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// Stream during the run: `ndjson=FILE` (per-second aggregates) or `samples=FILE:RATE`
-    /// (a random share RATE, 0–1, of requests, one JSON line each); repeatable
+    /// Stream during the run: `ndjson=FILE` (per-second aggregates), `samples=FILE:RATE`
+    /// (a random share RATE, 0–1, of requests, one JSON line each), `prometheus-rw=URL`
+    /// (Prometheus remote write) or `otlp=URL` (OTLP/HTTP metrics); repeatable
     #[arg(long = "out", value_name = "KIND=FILE")]
     pub out: Vec<String>,
+    /// Serve a live dashboard (charts fed by server-sent events, the final HTML report at the
+    /// end) on ADDR, 127.0.0.1:5665 when no address is given
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = barrage_stream::dashboard::DEFAULT_ADDR)]
+    pub dashboard: Option<String>,
     /// Trend columns of the summary, e.g. "avg,min,med,max,p(90),p(95),p(99.9)"
     #[arg(long, value_name = "STATS")]
     pub summary_trend_stats: Option<String>,
@@ -44,6 +49,10 @@ pub struct OutputArgs {
 pub struct Streams {
     pub ndjson: Option<BufWriter<File>>,
     pub samples: Option<Arc<SampleSink>>,
+    /// Live metric exports (`prometheus-rw=URL`, `otlp=URL`), started when the run starts.
+    pub exports: Vec<barrage_stream::ExportSpec>,
+    /// The live dashboard, already listening.
+    pub dashboard: Option<barrage_stream::Dashboard>,
 }
 
 /// What an output file holds.
@@ -194,6 +203,12 @@ impl OutputArgs {
     /// malformed or not writable).
     pub fn streams(&self, tags: &[String]) -> anyhow::Result<Streams> {
         let mut streams = Streams::default();
+        if let Some(addr) = &self.dashboard {
+            let dashboard = barrage_stream::Dashboard::start(addr)
+                .map_err(|e| usage(format!("--dashboard {addr}: cannot listen there ({e})")))?;
+            eprintln!("dashboard: http://{}/", dashboard.addr);
+            streams.dashboard = Some(dashboard);
+        }
         for spec in &self.out {
             let (kind, rest) = spec.split_once('=').ok_or_else(|| {
                 usage(format!(
@@ -230,11 +245,17 @@ impl OutputArgs {
                         Box::new(out),
                     )));
                 }
-                _ => {
-                    return Err(usage(format!(
-                        "--out `{spec}`: unknown output (known: ndjson=FILE, samples=FILE:RATE)"
-                    )))
-                }
+                _ => match barrage_stream::ExportSpec::parse(kind, rest) {
+                    Some(export) => streams
+                        .exports
+                        .push(export.map_err(|e| usage(e.to_string()))?),
+                    None => {
+                        return Err(usage(format!(
+                            "--out `{spec}`: unknown output (known: ndjson=FILE, samples=FILE:RATE, {})",
+                            barrage_stream::KINDS
+                        )))
+                    }
+                },
             }
         }
         Ok(streams)
@@ -281,6 +302,8 @@ mod tests {
             ("samples=x", "sampling rate"),
             ("samples=x:2", "(0, 1]"),
             ("ndjson", "expected ndjson=FILE"),
+            ("prometheus-rw=localhost:9090", "only http://"),
+            ("experimental-prometheus-rw=::", "is not a URL"),
         ] {
             let args = OutputArgs {
                 out: vec![spec.into()],

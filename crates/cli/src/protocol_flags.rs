@@ -2,10 +2,11 @@
 //! settings and the connection model. Each flag given overrides the plan's option; flags not
 //! given leave the plan (or its defaults) alone.
 
-use crate::quick::parse_duration_flag;
 use crate::usage::usage;
+use crate::values;
 use barrage_plan::{
-    parse_addr_range, ConnectionModel, HttpDebug, HttpVersion, TestOptions, TlsVersion,
+    parse_addr_range, ConnectionModel, HttpDebug, HttpVersion, ResponseLimits, TestOptions,
+    TlsVersion,
 };
 use clap::Args;
 use std::path::PathBuf;
@@ -46,19 +47,19 @@ pub struct ProtocolArgs {
     #[arg(long, value_name = "MODEL")]
     pub connection_model: Option<String>,
     /// Connections per worker thread in the shared model
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = values::pool_size)]
     pub pool_size: Option<u32>,
     /// HTTP/2 streams used at once per connection
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = values::h2_size)]
     pub max_streams: Option<u32>,
-    /// HTTP/2 initial stream window, bytes
-    #[arg(long, value_name = "BYTES")]
+    /// HTTP/2 initial stream window, bytes (1 to 2147483647)
+    #[arg(long, value_name = "BYTES", allow_hyphen_values = true, value_parser = values::h2_size)]
     pub h2_window: Option<u32>,
-    /// HTTP/2 initial connection window, bytes
-    #[arg(long, value_name = "BYTES")]
+    /// HTTP/2 initial connection window, bytes (1 to 2147483647)
+    #[arg(long, value_name = "BYTES", allow_hyphen_values = true, value_parser = values::h2_size)]
     pub h2_connection_window: Option<u32>,
     /// Resolve the target's name again after this long (default: once per run)
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub dns_ttl: Option<String>,
     /// Source addresses for new connections, e.g. 127.0.0.1-127.0.0.50 (comma-separated list)
     #[arg(long, value_name = "RANGE")]
@@ -73,6 +74,13 @@ pub struct ProtocolArgs {
         default_missing_value = "headers"
     )]
     pub http_debug: Option<String>,
+    /// Most of a response body kept for an extraction, e.g. 16MiB (default 4MiB); a longer
+    /// one fails as body_too_large. Bodies nothing reads are never kept.
+    #[arg(long, value_name = "SIZE")]
+    pub max_body: Option<String>,
+    /// Most header fields a response may carry (default 256)
+    #[arg(long, value_name = "N")]
+    pub max_headers: Option<u32>,
 }
 
 fn tls_version(flag: &str, value: &str) -> anyhow::Result<TlsVersion> {
@@ -138,13 +146,10 @@ impl ProtocolArgs {
             })?;
         }
         if let Some(size) = self.pool_size {
-            if size == 0 {
-                return Err(usage("--pool-size must be at least 1"));
-            }
             connections.pool_size = size;
         }
         if let Some(ttl) = &self.dns_ttl {
-            connections.dns_ttl = Some(parse_duration_flag("--dns-ttl", ttl, true)?);
+            connections.dns_ttl = Some(values::duration_flag("--dns-ttl", ttl, true)?);
         }
         if let Some(list) = &self.local_addrs {
             let mut addrs = Vec::new();
@@ -156,9 +161,6 @@ impl ProtocolArgs {
             connections.local_addrs = addrs;
         }
         if let Some(n) = self.max_streams {
-            if n == 0 {
-                return Err(usage("--max-streams must be at least 1"));
-            }
             options.http2.max_concurrent_streams = Some(n);
         }
         if let Some(bytes) = self.h2_window {
@@ -166,6 +168,18 @@ impl ProtocolArgs {
         }
         if let Some(bytes) = self.h2_connection_window {
             options.http2.initial_connection_window_size = Some(bytes);
+        }
+        if let Some(size) = &self.max_body {
+            options.limits.max_body = ResponseLimits::parse_max_body(size)
+                .map_err(|e| usage(format!("--max-body: {e}")))?;
+        }
+        if let Some(n) = self.max_headers {
+            if !ResponseLimits::MAX_HEADERS_RANGE.contains(&n) {
+                return Err(usage(format!(
+                    "--max-headers: {n} is out of range (1 to 65536)"
+                )));
+            }
+            options.limits.max_headers = n;
         }
         Ok(())
     }
@@ -205,6 +219,20 @@ mod tests {
                     ..Default::default()
                 },
                 "--connection-model",
+            ),
+            (
+                ProtocolArgs {
+                    max_body: Some("0".into()),
+                    ..Default::default()
+                },
+                "--max-body",
+            ),
+            (
+                ProtocolArgs {
+                    max_headers: Some(0),
+                    ..Default::default()
+                },
+                "--max-headers",
             ),
             (
                 ProtocolArgs {

@@ -2,17 +2,18 @@
 
 use crate::protocol_flags::ProtocolArgs;
 use crate::usage::usage;
+use crate::values;
 use barrage_plan::{
-    parse_duration, ArrivalRate, Body, ClosedVus, Credentials, Header, HeaderField, Method, Plan,
-    Proxy, RequestStep, Session, Step, Target, TestOptions, Value, Workload, DEFAULT_MAX_REDIRECTS,
+    ArrivalRate, Body, ClosedVus, Credentials, Header, HeaderField, Method, Plan, Proxy,
+    RequestStep, Session, Step, Target, TestOptions, Value, Workload, DEFAULT_MAX_REDIRECTS,
     PLAN_FORMAT_VERSION,
 };
 use clap::Args;
 use std::time::Duration;
 
 /// hey's default request count and concurrency.
-const DEFAULT_REQUESTS: i64 = 200;
-const DEFAULT_CONCURRENCY: i64 = 50;
+const DEFAULT_REQUESTS: u64 = 200;
+const DEFAULT_CONCURRENCY: u64 = 50;
 /// What "no timeout" (`-t 0`, as in hey) means in practice.
 const NO_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
@@ -21,21 +22,21 @@ pub struct QuickArgs {
     /// URL to load, e.g. http://127.0.0.1:8080/health
     pub url: String,
     /// Number of requests to run (ignored when -z is given)
-    #[arg(short = 'n', default_value_t = DEFAULT_REQUESTS, allow_negative_numbers = true)]
-    pub requests: i64,
+    #[arg(short = 'n', default_value_t = DEFAULT_REQUESTS, allow_hyphen_values = true, value_parser = values::count)]
+    pub requests: u64,
     /// Number of concurrent connections (clients)
-    #[arg(short = 'c', default_value_t = DEFAULT_CONCURRENCY, allow_negative_numbers = true)]
-    pub concurrency: i64,
+    #[arg(short = 'c', default_value_t = DEFAULT_CONCURRENCY, allow_hyphen_values = true, value_parser = values::clients)]
+    pub concurrency: u64,
     /// Duration of the run, e.g. 10s, 2m (wins over -n)
-    #[arg(short = 'z', allow_hyphen_values = true)]
-    pub duration: Option<String>,
+    #[arg(short = 'z', allow_hyphen_values = true, value_parser = values::run_duration_flag)]
+    pub duration: Option<Duration>,
     /// Rate limit per worker in requests per second, as hey's -q: the run sends q × c requests
     /// per second (open loop: requests are scheduled independently of responses; latency
     /// counts from each request's scheduled time)
-    #[arg(short = 'q', allow_negative_numbers = true)]
+    #[arg(short = 'q', allow_hyphen_values = true, value_parser = values::rate)]
     pub qps_per_worker: Option<f64>,
     /// Rate limit for the whole run in requests per second (open loop, as -q)
-    #[arg(long, allow_negative_numbers = true, conflicts_with = "qps_per_worker")]
+    #[arg(long, allow_hyphen_values = true, value_parser = values::rate, conflicts_with = "qps_per_worker")]
     pub rate: Option<f64>,
     /// HTTP method
     #[arg(short = 'm', default_value = "GET")]
@@ -66,8 +67,8 @@ pub struct QuickArgs {
     #[arg(short = 'x')]
     pub proxy: Option<String>,
     /// Timeout per request: seconds, or a duration like 500ms; 0 means none
-    #[arg(short = 't', default_value = "20", allow_hyphen_values = true)]
-    pub timeout: String,
+    #[arg(short = 't', default_value = "20", allow_hyphen_values = true, value_parser = values::timeout)]
+    pub timeout: Duration,
     /// Basic authentication, user:password (also taken from user:password@ in the URL)
     #[arg(short = 'a')]
     pub basic_auth: Option<String>,
@@ -85,11 +86,11 @@ pub struct QuickArgs {
     #[arg(short = 'o')]
     pub output: Option<String>,
     /// Worker threads (default: one per CPU this process may use)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = values::threads)]
     pub threads: Option<usize>,
     /// Number of CPU cores to use (hey's -cpus): the number of worker threads
-    #[arg(long, conflicts_with = "threads", allow_negative_numbers = true)]
-    pub cpus: Option<i64>,
+    #[arg(long, conflicts_with = "threads", allow_hyphen_values = true, value_parser = values::threads)]
+    pub cpus: Option<usize>,
     /// Print the plan this command compiles to, as JSON, and exit
     #[arg(long)]
     pub print_plan: bool,
@@ -126,35 +127,6 @@ impl QuickArgs {
     }
 }
 
-/// A duration flag: `10s`-style, or a bare number of `bare_unit`s when given.
-pub fn parse_duration_flag(
-    flag: &str,
-    value: &str,
-    bare_is_seconds: bool,
-) -> anyhow::Result<Duration> {
-    if bare_is_seconds {
-        if let Ok(seconds) = value.trim().parse::<f64>() {
-            return if seconds.is_finite() && seconds >= 0.0 {
-                Ok(Duration::from_secs_f64(seconds))
-            } else {
-                Err(usage(format!(
-                    "{flag}: `{value}` must be a non-negative number of seconds"
-                )))
-            };
-        }
-    }
-    parse_duration(value).map_err(|e| usage(format!("{flag}: {e}")))
-}
-
-fn positive(flag: &str, what: &str, value: i64) -> anyhow::Result<u64> {
-    if value < 1 {
-        return Err(usage(format!(
-            "{flag}: {what} must be at least 1, got {value}"
-        )));
-    }
-    Ok(value as u64)
-}
-
 /// Sets header `name` (replacing an earlier one of that name, as Go's `Header.Set` in hey).
 fn set_header(headers: &mut Vec<Header>, name: &str, value: &str) {
     headers.retain(|h| !h.name.eq_ignore_ascii_case(name));
@@ -183,16 +155,7 @@ fn parse_header(raw: &str) -> anyhow::Result<Header> {
 /// Compiles the flags into a plan. Pure: reads the body file, touches nothing else.
 pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
     let (target, path) = Target::split_url(&args.url).map_err(|e| usage(e.to_string()))?;
-    let concurrency = positive("-c", "concurrency", args.concurrency)?;
-    let duration = args
-        .duration
-        .as_deref()
-        .map(|z| parse_duration_flag("-z", z, false))
-        .transpose()?;
-    if duration.is_some_and(|d| d.is_zero()) {
-        return Err(usage("-z: the duration must be greater than zero"));
-    }
-    let requests = positive("-n", "the number of requests", args.requests)?;
+    let (concurrency, duration, requests) = (args.concurrency, args.duration, args.requests);
     if duration.is_none() && requests < concurrency {
         return Err(usage(format!(
             "-n ({requests}) cannot be less than -c ({concurrency}): every connection needs a request"
@@ -200,7 +163,7 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
     }
     let method = Method::parse(&args.method)
         .ok_or_else(|| usage(format!("-m: unknown method `{}`", args.method)))?;
-    let timeout = match parse_duration_flag("-t", &args.timeout, true)? {
+    let timeout = match args.timeout {
         d if d.is_zero() => NO_TIMEOUT,
         d => d,
     };
@@ -250,13 +213,11 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
         (None, None) => None,
     };
     let workload = match rate {
-        Some((flag, given, _)) if !(given.is_finite() && given > 0.0) => {
+        Some((_, _, rate)) if rate > values::MAX_RATE => {
             return Err(usage(format!(
-                "{flag}: the rate must be a positive number, got {given}"
+                "-q: the rate times -c ({rate}/s) is above the limit, {}/s",
+                values::MAX_RATE
             )))
-        }
-        Some((_, _, rate)) if !rate.is_finite() => {
-            return Err(usage("-q: the rate times -c is too large"))
         }
         Some((_, _, rate)) => Workload::ArrivalRate(ArrivalRate {
             rate_per_second: rate,
@@ -270,13 +231,7 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
             iterations,
         }),
     };
-    if args.threads == Some(0) {
-        return Err(usage("--threads must be at least 1"));
-    }
-    let threads = match args.cpus {
-        Some(cpus) => Some(positive("-cpus", "the number of cores", cpus)? as usize),
-        None => args.threads,
-    };
+    let threads = args.cpus.or(args.threads);
     let mut plan = Plan {
         format_version: PLAN_FORMAT_VERSION,
         name: "quick".into(),
@@ -290,7 +245,7 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
             stop_grace: args
                 .grace
                 .as_deref()
-                .map(|g| parse_duration_flag("--grace", g, false))
+                .map(|g| values::duration_flag("--grace", g, false))
                 .transpose()?,
             max_redirects: if args.disable_redirects {
                 0
@@ -458,7 +413,7 @@ mod tests {
             ]
         );
         assert_eq!(p.options.threads, Some(3));
-        assert!(usage_message(&["--cpus", "0", "http://h/"]).starts_with("-cpus:"));
+        assert!(flag_error(&["--cpus", "0", "http://h/"]).contains("'--cpus "));
         assert!(usage_message(&["--host", "a\u{1}b", "http://h/"]).starts_with("-host:"));
     }
 
@@ -505,25 +460,67 @@ mod tests {
         assert_eq!(p.options.request_timeout, Duration::from_millis(500));
     }
 
+    /// The one line a bad flag value gives, whoever rejects it (clap's value parsers or
+    /// the plan compiler).
+    fn flag_error(args: &[&str]) -> String {
+        let mut argv = vec!["quick"];
+        argv.extend_from_slice(args);
+        match Wrapper::try_parse_from(argv) {
+            Err(e) => e.to_string().lines().next().unwrap_or("").to_string(),
+            Ok(w) => usage_message_of(quick_plan(&w.quick)),
+        }
+    }
+
+    fn usage_message_of(result: anyhow::Result<Plan>) -> String {
+        let error = result.unwrap_err();
+        assert!(
+            error.downcast_ref::<crate::usage::UsageError>().is_some(),
+            "{error}"
+        );
+        error.to_string()
+    }
+
     #[test]
     fn bad_values_are_usage_errors_naming_the_flag() {
-        assert!(usage_message(&["-c", "0", "http://h/"]).starts_with("-c:"));
-        assert!(usage_message(&["-n", "-5", "http://h/"]).starts_with("-n:"));
-        assert!(usage_message(&["-z", "10parsecs", "http://h/"]).contains("unknown unit"));
-        assert!(usage_message(&["-z", "10", "http://h/"]).starts_with("-z:"));
-        assert!(usage_message(&["-q", "-3", "http://h/"]).starts_with("-q:"));
+        let names = |args: &[&str], flag: &str| {
+            let line = flag_error(args);
+            assert!(
+                line.starts_with(flag) || line.contains(&format!("'{flag} ")),
+                "{args:?}: {line}"
+            );
+        };
+        names(&["-c", "0", "http://h/"], "-c");
+        names(&["-n", "-5", "http://h/"], "-n");
+        assert!(flag_error(&["-z", "10parsecs", "http://h/"]).contains("unknown unit"));
+        names(&["-z", "10", "http://h/"], "-z");
+        assert!(flag_error(&["-z", "10", "http://h/"]).contains("10s?"));
+        names(&["-q", "-3", "http://h/"], "-q");
         assert!(
             usage_message(&["-n", "5", "-c", "10", "http://h/"]).contains("cannot be less than")
         );
         assert!(usage_message(&["-H", "novalue", "http://h/"]).starts_with("-H:"));
         assert!(usage_message(&["-H", "X(A): 1", "http://h/"]).starts_with("-H:"));
         assert!(usage_message(&["-H", "X-A: a\r\nX-B: b", "http://h/"]).starts_with("-H:"));
-        assert!(usage_message(&["-z", "-1s", "http://h/"]).starts_with("-z:"));
-        assert!(usage_message(&["-t", "-1", "http://h/"]).starts_with("-t:"));
+        names(&["-z", "-1s", "http://h/"], "-z");
+        names(&["-t", "-1", "http://h/"], "-t");
         assert!(usage_message(&["-m", "BREW", "http://h/"]).starts_with("-m:"));
         assert!(usage_message(&["ftp://h/"]).contains("unsupported scheme"));
         assert!(usage_message(&["not a url"]).contains("not a valid URL"));
         assert!(usage_message(&["-D", "/no/such/file", "http://h/"]).contains("/no/such/file"));
+    }
+
+    #[test]
+    fn timeouts_that_once_panicked_or_vanished_are_rejected() {
+        // Exit 101 ("cannot convert float seconds to Duration") before; now a usage line.
+        for huge in ["1e20", "18446744073709551615", "inf", "NaN"] {
+            let line = flag_error(&["-t", huge, "http://h/"]);
+            assert!(line.contains("'-t "), "{huge}: {line}");
+        }
+        // A tiny timeout rounded to zero once meant "no timeout".
+        let line = flag_error(&["-t", "0.0000000001", "http://h/"]);
+        assert!(line.contains("shorter than the shortest timeout"), "{line}");
+        let p = plan(&["-t", "0.001", "http://h/"]).unwrap();
+        assert_eq!(p.options.request_timeout, Duration::from_millis(1));
     }
 
     #[test]

@@ -43,8 +43,9 @@ pub fn load(path: &Path) -> anyhow::Result<ResultsFile> {
     ResultsFile::read(path).map_err(|e| usage(format!("{}: {e}", path.display())))
 }
 
-/// Prints the text summary, or writes the outputs asked for.
-pub fn report_command(args: &ReportArgs) -> anyhow::Result<String> {
+/// Prints the text summary, or writes the outputs asked for; the exit code is the run's
+/// verdict on the stored data (99 when a threshold fails, as the run itself exits).
+pub fn report_command(args: &ReportArgs) -> anyhow::Result<(String, i32)> {
     let trend_stats = crate::outputs::OutputArgs {
         summary_trend_stats: args.summary_trend_stats.clone(),
         ..Default::default()
@@ -61,11 +62,16 @@ pub fn report_command(args: &ReportArgs) -> anyhow::Result<String> {
     .filter_map(|(flag, path, format)| path.clone().map(|path| Wanted { flag, path, format }))
     .collect();
     let summary = barrage_report::summary_of(&results, &trend_stats);
+    let code = if summary.k6.thresholds_failed() || summary.k6.aborted_by_threshold.is_some() {
+        crate::usage::exit::THRESHOLDS_FAILED
+    } else {
+        crate::usage::exit::OK
+    };
     if wanted.is_empty() {
-        return Ok(barrage_report::render_text(&results, &summary));
+        return Ok((barrage_report::render_text(&results, &summary), code));
     }
     OutputFiles::open(wanted)?.write(&results, &summary)?;
-    Ok(String::new())
+    Ok((String::new(), code))
 }
 
 pub fn merge_command(args: &MergeArgs) -> anyhow::Result<String> {
@@ -75,16 +81,35 @@ pub fn merge_command(args: &MergeArgs) -> anyhow::Result<String> {
         .map(|f| load(f))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let names: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
-    let merged = barrage_results::merge(&parts, &names).map_err(|e| usage(e.to_string()))?;
+    let mut merged = barrage_results::merge(&parts, &names).map_err(|e| usage(e.to_string()))?;
+    if let Some(segments) = &mut merged.meta.segments {
+        // Trust is judged on the merged data, and per segment: one overloaded generator is
+        // named even when the merged figures look fine.
+        segments.untrustworthy = parts
+            .iter()
+            .filter(|part| {
+                !barrage_report::SelfCheckSummary::new(&part.metrics.self_check)
+                    .trust_reasons()
+                    .is_empty()
+            })
+            .filter_map(|part| part.meta.segment.as_ref())
+            .map(|s| format!("{}/{}", s.index, s.count))
+            .collect();
+    }
     merged
         .write(&args.output)
         .with_context(|| format!("writing {}", args.output.display()))?;
     let total = merged.metrics.total();
-    Ok(format!(
+    let mut out = format!(
         "merged {} files into {}: {} requests, {} errors\n",
         parts.len(),
         args.output.display(),
         total.requests(),
         total.error_count()
-    ))
+    );
+    if let Some(segments) = &merged.meta.segments {
+        out.push_str(&barrage_report::segments_line(segments));
+        out.push('\n');
+    }
+    Ok(out)
 }

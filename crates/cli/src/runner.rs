@@ -5,14 +5,15 @@
 
 use crate::live::Live;
 use crate::outputs::{OutputArgs, OutputFiles, Streams};
+use crate::progress::Progress;
 use crate::record::RecordArgs;
 use crate::usage::{exit, usage};
 use anyhow::Context;
-use barrage_engine::{LiveSnapshot, RunControl};
-use barrage_plan::{redact_url, Aggregation, Plan, Redaction, Workload};
+use barrage_engine::RunControl;
+use barrage_metrics::ErrorKind;
+use barrage_plan::{redact_url, Aggregation, Plan, Redaction};
 use barrage_report::{Summary, DEFAULT_TREND_STATS};
 use barrage_results::{unix_ns, Machine, PlannedArrivalsBits, ResultsFile, RunMeta};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -40,6 +41,8 @@ pub struct RunContext {
     pub overrides: BTreeMap<String, String>,
     /// The headers whose values the results, reports and history must not hold.
     pub redaction: Redaction,
+    /// `--start-at`: the agreed wall-clock start of a test's segments.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 impl Finished {
@@ -59,8 +62,17 @@ impl Finished {
             if s.interrupted_requests > 0 {
                 ends.push(format!("still open at the end: {}", s.interrupted_requests));
             }
+            // Out of descriptors: the generator's limit, not the target's silence.
+            let cause = if s
+                .errors_by_kind
+                .contains_key(ErrorKind::LocalFdLimit.name())
+            {
+                "barrage ran out of file descriptors (raise `ulimit -n` or use fewer clients); "
+            } else {
+                ""
+            };
             eprintln!(
-                "error: no request got a response: {} sent ({})",
+                "error: {cause}no request got a response: {} sent ({})",
                 s.errors + s.interrupted_requests,
                 ends.join(", ")
             );
@@ -82,6 +94,8 @@ pub struct RunOptions {
     pub show_progress: bool,
     pub streams: Streams,
     pub trend_stats: Vec<Aggregation>,
+    /// k6 scripts: the VUs that run instead of the plan's sessions.
+    pub scripted: Option<barrage_engine::SharedVuFactory>,
 }
 
 impl RunOptions {
@@ -91,6 +105,7 @@ impl RunOptions {
             show_progress,
             streams: Streams::default(),
             trend_stats: DEFAULT_TREND_STATS.to_vec(),
+            scripted: None,
         }
     }
 }
@@ -127,6 +142,7 @@ impl RunSpec {
                 show_progress,
                 streams,
                 trend_stats,
+                scripted: None,
             },
             files,
         })
@@ -150,13 +166,42 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
     // Bad TLS input (an unreadable --cacert, a key that does not match) is a usage error,
     // found before any load starts.
     barrage_engine::connector(plan).map_err(|e| usage(format!("TLS: {e}")))?;
+    if let Some(warning) =
+        crate::fd_limit::raise().and_then(|limit| crate::fd_limit::warning(plan, limit))
+    {
+        eprintln!("{warning}");
+    }
     let control = RunControl {
         samples: options.streams.samples.clone(),
+        scripted: options.scripted.clone(),
         ..RunControl::default()
     };
+    let show_progress = options.show_progress;
+    let exports = (!options.streams.exports.is_empty())
+        .then(|| {
+            barrage_stream::LiveExports::start(
+                options.streams.exports,
+                &plan.tags,
+                plan.options.segment.map(|segment| segment.to_string()),
+            )
+        })
+        .transpose()
+        .context("starting the live metric exports")?;
+    if let Some(exports) = &exports {
+        for line in exports.describe() {
+            eprintln!("streaming {line}");
+        }
+    }
+    let live_period = exports
+        .as_ref()
+        .and_then(|e| e.period())
+        .map_or(LIVE_PERIOD, |p| p.min(LIVE_PERIOD));
     let mut live = Live {
         plan,
         ndjson: options.streams.ndjson,
+        exports,
+        dashboard: options.streams.dashboard,
+        status: show_progress.then(Default::default),
         next_second: 0,
         aborted: None,
     };
@@ -164,7 +209,8 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         control.snapshots.enable();
     }
     let show_progress = options.show_progress;
-    let grace = barrage_engine::stop_grace(plan);
+    let grace = plan.stop_grace();
+    crate::segment_run::wait_for_start(context.start_at);
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let engine = {
         let (plan, control) = (plan.clone(), control.clone());
@@ -176,7 +222,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
                 result
             })?
     };
-    let progress = show_progress.then(|| Progress::new(plan.workload.duration()));
+    let progress = show_progress.then(|| Progress::new(plan));
     let mut active = ActiveSamples::new();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -185,16 +231,16 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
     runtime.block_on(async {
         let mut done = done_rx;
         let mut ticker = tokio::time::interval(PROGRESS_TICK);
-        let mut live_ticker = tokio::time::interval(LIVE_PERIOD);
+        let mut live_ticker = tokio::time::interval(live_period);
         let mut signals = StopSignals::listen()?;
         loop {
             tokio::select! {
                 _ = &mut done => break,
                 _ = ticker.tick() => {
-                    let live = control.live.snapshot();
-                    active.sample(live.active_clients);
+                    let snapshot = control.live.snapshot();
+                    active.sample(snapshot.active_clients);
                     if let Some(p) = &progress {
-                        p.update(live);
+                        p.update(snapshot, live.status.as_ref());
                     }
                 }
                 _ = live_ticker.tick(), if live.wanted() => live.tick(&control)?,
@@ -227,12 +273,14 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         .map_err(|_| anyhow::anyhow!("the engine thread panicked"))??;
     let seconds = outcome.metrics.series().seconds.len();
     live.stream(&outcome.metrics, seconds)?;
+    live.finish_exports(&outcome.metrics);
     if let Some(sink) = &options.streams.samples {
         sink.finish().context("writing the --out samples log")?;
     }
     let active_clients = active.per_second;
     let started_at_unix_ns = unix_ns(outcome.started_at);
     let elapsed_ns = outcome.elapsed.as_nanos() as u64;
+    let outcome_elapsed = outcome.elapsed;
     let planned = |expected: f64, seconds: f64| PlannedArrivalsBits {
         expected_f64_bits: expected.to_bits(),
         seconds_f64_bits: seconds.to_bits(),
@@ -259,19 +307,18 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         interrupted: outcome.interrupted,
         threads: outcome.threads,
         tags: plan.tags.clone(),
-        planned_arrivals: match &plan.workload {
-            Workload::OpenArrivals(open) => Some(planned(
-                open.phases.iter().map(|p| p.expected_arrivals()).sum(),
-                open.arrivals_end().as_secs_f64(),
-            )),
-            Workload::ArrivalPool(pool) => Some(planned(
-                pool.expected_iterations(),
-                pool.end().as_secs_f64(),
-            )),
-            _ => None,
-        },
+        planned_arrivals: plan
+            .workload
+            .arrival_schedule()
+            // A segment plans its fraction of the arrivals: merged segments add up to the test.
+            .map(|schedule| {
+                let fraction = plan.options.segment.map_or(1.0, |s| s.fraction());
+                planned(schedule.total() * fraction, schedule.end().as_secs_f64())
+            }),
         merged_from: Vec::new(),
         request_id_prefix: Some(outcome.request_id_prefix.clone()),
+        segment: crate::segment_run::segment_meta(plan, context.start_at, outcome.started_at),
+        segments: None,
     };
     let mut metrics = outcome.metrics;
     for tag in &mut metrics.tags {
@@ -288,6 +335,10 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
     let summary = barrage_report::summary_of(&results, &options.trend_stats);
     results.thresholds =
         barrage_report::thresholds_section(live.aborted.as_deref(), &summary.k6.thresholds);
+    if let Some(dashboard) = live.dashboard.take() {
+        let last = crate::dashboard_frame::frame(plan, &results.metrics, outcome_elapsed, 0, true);
+        dashboard.finish(last, barrage_report::render_html(&results, &summary));
+    }
     Ok(Finished {
         summary,
         results,
@@ -361,56 +412,5 @@ impl ActiveSamples {
             self.per_second.resize(second + 1, 0);
         }
         self.per_second[second] = self.per_second[second].max(active);
-    }
-}
-
-/// The live progress line: elapsed (of planned), requests, current rate, errors, clients.
-struct Progress {
-    bar: ProgressBar,
-    planned: Option<Duration>,
-    started: Instant,
-    last: std::cell::Cell<(Instant, u64)>,
-}
-
-impl Progress {
-    fn new(planned: Option<Duration>) -> Self {
-        let bar = ProgressBar::new_spinner();
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        let now = Instant::now();
-        Self {
-            bar,
-            planned,
-            started: now,
-            last: std::cell::Cell::new((now, 0)),
-        }
-    }
-
-    fn update(&self, live: LiveSnapshot) {
-        let now = Instant::now();
-        let (last_at, last_count) = self.last.get();
-        let done = live.responses + live.errors;
-        let window = now.duration_since(last_at).as_secs_f64();
-        let rate = if window > 0.0 {
-            (done - last_count.min(done)) as f64 / window
-        } else {
-            0.0
-        };
-        self.last.set((now, done));
-        let elapsed = now.duration_since(self.started).as_secs_f64();
-        let of = self
-            .planned
-            .map_or(String::new(), |p| format!("/{:.0}s", p.as_secs_f64()));
-        self.bar.set_message(format!(
-            "{elapsed:.1}s{of}  requests {done}  rate {rate:.0}/s  errors {}  clients {}",
-            live.errors, live.active_clients
-        ));
-        self.bar.tick();
-    }
-
-    fn finish(self) {
-        self.bar.finish_and_clear();
     }
 }

@@ -7,6 +7,12 @@ mod closed;
 mod hey;
 #[path = "cli/history_compare.rs"]
 mod history_compare;
+#[path = "cli/hostile.rs"]
+mod hostile;
+#[path = "cli/k6.rs"]
+mod k6;
+#[path = "cli/live_exports.rs"]
+mod live_exports;
 #[path = "cli/never_answering.rs"]
 mod never_answering;
 #[path = "cli/outputs.rs"]
@@ -21,6 +27,8 @@ mod results;
 mod scenarios;
 #[path = "cli/secrets.rs"]
 mod secrets;
+#[path = "cli/segments.rs"]
+mod segments;
 #[path = "cli/signals.rs"]
 mod signals;
 #[path = "cli/stormforger.rs"]
@@ -331,6 +339,19 @@ fn bad_input_is_a_one_line_usage_error() {
         (&["-n", "abc", url], &["abc", "-n"]),
         (&["--no-such-flag", url], &["--no-such-flag"]),
         (&["-d", "x", "-D", "/etc/hostname", url], &["-d", "-D"]),
+        // Issue 12: these panicked (exit 101), aborted (134) or silently meant no timeout.
+        (&["-t", "1e20", url], &["'-t "]),
+        (&["-t", "18446744073709551615", url], &["'-t "]),
+        (&["-t", "0.0000000001", url], &["shortest timeout, 1ms"]),
+        (&["--pool-size", "4294967295", url], &["--pool-size"]),
+        (&["--h2-window", "0", url], &["--h2-window"]),
+        (&["--h2-window", "2147483648", url], &["--h2-window"]),
+        (
+            &["--h2-connection-window", "0", url],
+            &["--h2-connection-window"],
+        ),
+        // Issue 13: a missing unit says so.
+        (&["-z", "10", url], &["10s?"]),
     ];
     for (args, mentions) in cases {
         assert_usage_error(args, mentions);
@@ -688,6 +709,7 @@ fn print_plan_shows_the_workload_model() {
     assert_eq!(closed["workload"]["duration"], Value::Null);
     assert_eq!(plan_request(&closed)["method"], "GET");
 
+    // hey's -q is per worker: 50/s for each of 4 clients is 200/s for the run.
     let paced = print_plan(&["-q", "50", "-z", "3s", "-c", "4", "http://127.0.0.1:9/"]);
     assert_eq!(paced["workload"]["model"], "arrival_rate", "{paced:#}");
     // -q is per worker (hey): 50/s for each of 4 workers.

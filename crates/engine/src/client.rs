@@ -12,6 +12,7 @@ use crate::worker::Worker;
 use barrage_http::AnyConnection;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use std::cell::Cell;
 use std::time::Instant;
 
 /// Instructions a client runs before it yields to its worker's other clients and to the
@@ -39,6 +40,10 @@ pub(crate) struct Client {
     pub(crate) pool_slot: Option<usize>,
     /// Its cookie jar, when the plan keeps cookies (boxed: most plans do not).
     pub(crate) jar: Option<Box<Jar>>,
+    /// Connects that failed in a row: the next attempt waits longer (see `exchange.rs`).
+    pub(crate) connect_failures: u32,
+    /// Scripted VUs: the origin its connection goes to.
+    pub(crate) script_origin: Option<crate::scripted_client::ScriptOrigin>,
 }
 
 /// How a session ended.
@@ -48,6 +53,9 @@ enum Ending {
     Completed,
     /// Stopped by a failed assert or a failed `abort_on_error` request.
     Failed,
+    /// A `for_ever` loop cut off at the end of the test: neither completed nor failed, it
+    /// counts as interrupted.
+    Interrupted,
 }
 
 /// A run-time number: the value itself, or its text parsed (NaN when it is not a number).
@@ -91,6 +99,8 @@ impl Client {
             expected_interval: None,
             pool_slot: None,
             jar: worker.run.plan.cookies.then(Box::default),
+            connect_failures: 0,
+            script_origin: None,
         }
     }
 
@@ -106,16 +116,55 @@ impl Client {
         session: &CompiledSession,
         intended_start: Instant,
     ) -> Instant {
-        let ending = self.run_program(worker, session, intended_start).await;
+        let ending = if session.endless {
+            self.run_endless(worker, session, intended_start).await
+        } else {
+            self.run_program(worker, session, intended_start, &Cell::new(false))
+                .await
+        };
         let ended = Instant::now();
-        // From the intended start, like the first request's latency: time queued behind an
-        // overloaded worker belongs to the iteration.
-        worker.record_iteration(ended.saturating_duration_since(intended_start));
         match ending {
             Ending::Completed => worker.session_completed(),
             Ending::Failed => worker.session_failed(),
+            // Counted as interrupted (started, never ended), like one cut off by the hard stop.
+            Ending::Interrupted => return ended,
         }
+        // From the intended start, like the first request's latency: time queued behind an
+        // overloaded worker belongs to the iteration.
+        worker.record_iteration(ended.saturating_duration_since(intended_start));
         ended
+    }
+
+    /// Runs a session with a `for_ever` loop: once the test's iterations are over (or the run
+    /// is stopped), a client inside the loop is cut off at once — mid-request or mid-wait —
+    /// instead of holding the run through the grace period for a session that cannot end.
+    async fn run_endless(
+        &mut self,
+        worker: &Worker,
+        session: &CompiledSession,
+        intended_start: Instant,
+    ) -> Ending {
+        let inside = Cell::new(false);
+        let (ending, cut) = {
+            let program = self.run_program(worker, session, intended_start, &inside);
+            tokio::pin!(program);
+            tokio::select! {
+                ending = &mut program => (ending, false),
+                _ = worker.iterations_over() => {
+                    if inside.get() {
+                        (Ending::Interrupted, true)
+                    } else {
+                        // Not in the loop yet: it ends when it reaches it.
+                        (program.await, false)
+                    }
+                }
+            }
+        };
+        if cut {
+            // Cut off mid-exchange, perhaps: the connection's state is unknown.
+            self.connection = None;
+        }
+        ending
     }
 
     fn eval<'a>(&'a self, worker: &'a Worker) -> Eval<'a> {
@@ -135,6 +184,7 @@ impl Client {
         worker: &Worker,
         session: &CompiledSession,
         intended_start: Instant,
+        inside_endless: &Cell<bool>,
     ) -> Ending {
         self.state.reset(session.var_count);
         if let Some(jar) = &mut self.jar {
@@ -209,6 +259,12 @@ impl Client {
                     }
                 }
                 Instr::Jump(target) => pc = target as usize,
+                Instr::ForEver => {
+                    inside_endless.set(true);
+                    if !worker.may_start_at(Instant::now()) {
+                        return Ending::Interrupted;
+                    }
+                }
                 Instr::Add(index) => {
                     let sample = &session.samples[index as usize];
                     let value = match &sample.source {

@@ -60,6 +60,10 @@ pub(crate) struct CompiledPlan {
     /// Through a proxy to a plain http:// target: the origin every request target starts
     /// with (absolute form), redirect hops included.
     pub target_prefix: Option<String>,
+    /// The plan's target (scripted requests to it use the run's resolved addresses).
+    pub target: barrage_plan::Target,
+    /// Whether requests ask for compressed responses.
+    pub accept_gzip: bool,
 }
 
 /// Why a plan cannot be compiled for execution.
@@ -142,6 +146,8 @@ impl CompiledPlan {
             cookies: plan.options.cookies,
             http_debug: plan.options.http_debug.map(DebugPrinter::new),
             target_prefix,
+            target: plan.target.clone(),
+            accept_gzip: plan.options.compression,
         })
     }
 

@@ -140,6 +140,8 @@ pub struct RunControl {
     pub snapshots: Arc<crate::snapshots::Snapshots>,
     /// The opt-in per-request sample log.
     pub samples: Option<Arc<crate::samples::SampleSink>>,
+    /// Scripted iterations (the k6 front end): VUs run this instead of the plan's sessions.
+    pub scripted: Option<crate::scripted::SharedVuFactory>,
 }
 
 #[cfg(test)]

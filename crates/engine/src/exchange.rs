@@ -10,24 +10,17 @@ use crate::session::custom::LastResponse;
 use crate::session::request::CompiledRequest;
 use crate::session::values::Eval;
 use crate::worker::Worker;
-use barrage_http::{AnyConnection, Capture, Captured, ContentCoding, Exchange};
+use barrage_http::{AnyConnection, Capture, Captured, Exchange};
 use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord};
 use barrage_plan::HttpDebug;
 use std::time::{Duration, Instant};
 
 /// A completed exchange and the timings around it that the connection cannot know.
-struct Attempt {
-    exchange: Exchange,
-    connect: Option<Duration>,
-    tls: Option<Duration>,
-    write_started: Instant,
-}
-
-/// What an attempt keeps of the response, and whether one has a body.
-struct Wanted<'a> {
-    headers: &'a [String],
-    body: bool,
-    expects_body: bool,
+pub(crate) struct Attempt {
+    pub exchange: Exchange,
+    pub connect: Option<Duration>,
+    pub tls: Option<Duration>,
+    pub write_started: Instant,
 }
 
 /// What one hop of a request ended with.
@@ -136,6 +129,7 @@ impl Client {
                 .unwrap_or(&request.extraction.headers),
             body: request.extraction.body || debug == Some(HttpDebug::Full),
             expects_body: request.expects_body,
+            addrs: None,
         };
         let mut captured = (decode
             || !request.extraction.is_empty()
@@ -184,6 +178,7 @@ impl Client {
         std::mem::forget(open);
         let kind = match outcome {
             Ok(Ok(attempt)) => {
+                self.connect_failures = 0;
                 let exchange = attempt.exchange;
                 if !(exchange.keep_alive && worker.run.keep_alive) {
                     self.connection = None;
@@ -210,7 +205,10 @@ impl Client {
                     bytes_sent: exchange.bytes_sent,
                     bytes_received: exchange.bytes_received,
                     body_bytes: exchange.body_bytes,
-                    decoded_body_bytes: decoded_size(worker, captured.as_deref(), &exchange),
+                    decoded_body_bytes: captured
+                        .as_deref()
+                        .and_then(Captured::decoded_len)
+                        .unwrap_or(exchange.body_bytes),
                 };
                 worker.record_response(&record, request_id);
                 self.state.last_status = exchange.status;
@@ -222,16 +220,13 @@ impl Client {
                 if let (Some(level), Some(captured), Some(headers)) =
                     (debug, captured.as_deref(), debug_headers.as_ref())
                 {
-                    let mut scratch = worker.scratch.borrow_mut();
-                    let body = match captured.coding() {
-                        ContentCoding::Identity => Some(captured.body()),
-                        _ => scratch.decode.decode(captured),
-                    };
+                    // The body decoded as it streamed in; empty when it was not kept or did
+                    // not decode.
                     let shown = http_debug::Shown {
                         status: exchange.status,
                         captured,
                         headers: headers.len() - 1,
-                        body: body.unwrap_or(captured.body()),
+                        body: captured.body().unwrap_or_default(),
                     };
                     http_debug::print(&http_debug::render(level, bytes, Ok(shown)));
                 }
@@ -259,11 +254,7 @@ impl Client {
                     match location {
                         Some(path) => hop = Hop::Redirect(path),
                         None => {
-                            let failures = request.extraction.apply(
-                                &captured,
-                                &mut worker.scratch.borrow_mut().decode,
-                                &mut self.state,
-                            );
+                            let failures = request.extraction.apply(&captured, &mut self.state);
                             if failures > 0 {
                                 worker.record_extraction_failures(request.tag, failures);
                             }
@@ -289,6 +280,18 @@ impl Client {
             worker.captures.give(captured, held);
         }
         worker.record_error(request.tag, Instant::now(), kind, prepared, request_id);
+        if matches!(
+            kind,
+            ErrorKind::Refused | ErrorKind::Connect | ErrorKind::LocalFdLimit
+        ) {
+            // A connect that fails at once would otherwise be retried in a tight loop
+            // (hundreds of thousands a second, starving the event loop): back off.
+            self.connect_failures = self.connect_failures.saturating_add(1);
+            let wait = connect_backoff(self.connect_failures);
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+        }
         Hop::Done(false)
     }
 }
@@ -311,21 +314,28 @@ impl Drop for OpenRequest<'_> {
     }
 }
 
-/// The body's size after content decoding: its wire size unless it came encoded (and was
-/// kept for decoding), and the wire size too when it cannot be decoded.
-fn decoded_size(worker: &Worker, captured: Option<&Captured>, exchange: &Exchange) -> u64 {
-    match captured {
-        Some(captured) if captured.coding() != ContentCoding::Identity => worker
-            .scratch
-            .borrow_mut()
-            .decode
-            .decode(captured)
-            .map_or(exchange.body_bytes, |body| body.len() as u64),
-        _ => exchange.body_bytes,
+/// The wait after `failures` failed connects in a row: none after the first (a client that
+/// fails once, as an open-model arrival does, goes on at once), then 1 ms, doubling, at most
+/// 250 ms.
+fn connect_backoff(failures: u32) -> Duration {
+    if failures < 2 {
+        return Duration::ZERO;
     }
+    Duration::from_millis(1u64 << (failures - 2).min(8)).min(Duration::from_millis(250))
 }
 
-async fn attempt(
+/// What an exchange wants of the response, and where it connects.
+pub(crate) struct Wanted<'a> {
+    pub expects_body: bool,
+    /// Headers to capture (by name) and whether to keep the body.
+    pub headers: &'a [String],
+    pub body: bool,
+    /// Addresses to connect to instead of the plan target's (a scripted request to another
+    /// host).
+    pub addrs: Option<&'a [std::net::SocketAddr]>,
+}
+
+pub(crate) async fn attempt(
     connection: &mut Option<AnyConnection>,
     worker: &Worker,
     bytes: &[u8],
@@ -340,15 +350,16 @@ async fn attempt(
         if !reused {
             let settings = &worker.run.connection;
             let local = worker.connections.next_local(settings);
-            let opened = match settings.dns_ttl {
-                None => {
+            let opened = match (wanted.addrs, settings.dns_ttl) {
+                (Some(addrs), _) => Box::pin(settings.connector.open(addrs, local)).await?,
+                (None, None) => {
                     let addrs = worker.run.addrs.as_ref().as_ref().map_err(|kind| *kind)?;
                     // Boxed: connecting (TCP, TLS, HTTP/2 handshakes) happens once per
                     // connection, and inline its large state would sit in every client's
                     // future, also while the client waits in a think time.
                     Box::pin(settings.connector.open(addrs, local)).await?
                 }
-                Some(ttl) => {
+                (None, Some(ttl)) => {
                     let addrs = Box::pin(worker.connections.resolve_with_ttl(
                         ttl,
                         &settings.host,
@@ -373,6 +384,7 @@ async fn attempt(
             headers: wanted.headers,
             body: wanted.body,
             encoded_body: worker.run.connection.decode_responses,
+            max_body: worker.run.connection.max_body,
             into,
         });
         let write_started = Instant::now();
@@ -403,5 +415,16 @@ async fn attempt(
             }
             Err(kind) => return Err(kind),
         }
+    }
+}
+
+#[cfg(test)]
+mod backoff_tests {
+    use super::*;
+
+    #[test]
+    fn connect_backoff_doubles_up_to_a_cap() {
+        let waits: Vec<u128> = (1..=12).map(|n| connect_backoff(n).as_millis()).collect();
+        assert_eq!(waits, [0, 1, 2, 4, 8, 16, 32, 64, 128, 250, 250, 250]);
     }
 }

@@ -25,6 +25,8 @@ mod protocol;
 mod redirect;
 mod samples;
 mod scheduler;
+mod scripted;
+mod scripted_client;
 mod self_check;
 mod session;
 mod snapshots;
@@ -34,6 +36,10 @@ pub use compile::CompileError;
 pub use control::{LiveCounters, LiveSnapshot, RunControl, StopSignal};
 pub use protocol::connector;
 pub use samples::SampleSink;
-pub use scheduler::{run, stop_grace, EngineError, RunOutcome};
+pub use scheduler::{run, EngineError, RunOutcome};
+pub use scripted::{
+    ScriptRequest, ScriptResponse, ScriptTimings, ScriptedVu, SharedVuFactory, VuEvent, VuFactory,
+    VuInput, VuStep, CAPTURED_HEADERS,
+};
 pub use session::SessionProblem;
 pub use snapshots::{LiveMetrics, Snapshots};

@@ -20,7 +20,10 @@ enum Slot {
 
 /// One worker's pool. Single-threaded: plain cells, no locks.
 pub(crate) struct SharedPool {
+    /// The slots used so far; those from `slots.len()` up to `size` are empty and not yet
+    /// allocated (a pool of millions costs nothing until its connections exist).
     slots: RefCell<Vec<Slot>>,
+    size: usize,
     /// Streams in flight per slot (HTTP/2); capped by `max_streams`.
     streams: RefCell<Vec<u32>>,
     max_streams: u32,
@@ -50,10 +53,10 @@ pub(crate) struct Lease<'a> {
 
 impl SharedPool {
     pub(crate) fn new(size: usize, max_streams: Option<u32>) -> Self {
-        let size = size.max(1);
         Self {
-            slots: RefCell::new((0..size).map(|_| Slot::Empty).collect()),
-            streams: RefCell::new(vec![0; size]),
+            slots: RefCell::new(Vec::new()),
+            size: size.max(1),
+            streams: RefCell::new(Vec::new()),
             max_streams: max_streams.unwrap_or(u32::MAX).max(1),
             cursor: Cell::new(0),
             changed: Notify::new(),
@@ -78,8 +81,8 @@ impl SharedPool {
     fn try_checkout(&self, preferred: Option<usize>) -> Option<Lease<'_>> {
         let mut slots = self.slots.borrow_mut();
         let mut streams = self.streams.borrow_mut();
-        let n = slots.len();
-        if let Some(i) = preferred.filter(|&i| i < n) {
+        let n = self.size;
+        if let Some(i) = preferred.filter(|&i| i < slots.len()) {
             if let Slot::Ready(AnyConnection::Http2(h2)) = &slots[i] {
                 if streams[i] < self.max_streams {
                     streams[i] += 1;
@@ -96,6 +99,12 @@ impl SharedPool {
         let start = self.cursor.get();
         for k in 0..n {
             let i = (start + k) % n;
+            while i >= slots.len() {
+                // The first slot not used yet (the cursor never passes the used ones by
+                // more than one): allocate it now.
+                slots.push(Slot::Empty);
+                streams.push(0);
+            }
             let (held, connection) = match &mut slots[i] {
                 Slot::Ready(AnyConnection::Http2(h2)) if streams[i] < self.max_streams => {
                     streams[i] += 1;
@@ -256,6 +265,22 @@ mod tests {
         // A lease dropped without finishing (a timeout) empties its slot too.
         drop(second);
         assert_eq!(pool.occupied(), 0);
+    }
+
+    #[test]
+    fn a_huge_pool_allocates_only_the_slots_it_uses() {
+        // `--pool-size 4294967295` once allocated 200 GB up front and aborted.
+        let pool = SharedPool::new(u32::MAX as usize, None);
+        assert_eq!(pool.slots.borrow().len(), 0);
+        let first = checkout_now(&pool, None);
+        let second = checkout_now(&pool, None);
+        assert_ne!(first.slot, second.slot);
+        assert_eq!(pool.slots.borrow().len(), 2);
+        assert_eq!(pool.streams.borrow().len(), 2);
+        first.finish(false);
+        drop(second);
+        assert_eq!(pool.occupied(), 0);
+        assert_eq!(pool.slots.borrow().len(), 2);
     }
 
     /// A waker that counts its wake-ups.

@@ -84,6 +84,7 @@ pub fn connector(plan: &Plan) -> Result<Connector, TlsConfigError> {
             initial_window_size: options.http2.initial_window_size,
             initial_connection_window_size: options.http2.initial_connection_window_size,
         },
+        max_headers: usize::try_from(options.limits.max_headers).unwrap_or(usize::MAX),
     })
 }
 
@@ -104,6 +105,8 @@ pub(crate) struct ConnectionSettings {
     /// Decode compressed responses (they were asked for with Accept-Encoding) to count their
     /// decoded size.
     pub decode_responses: bool,
+    /// The most body bytes kept (decoded) for extractions; more is `body_too_large`.
+    pub max_body: usize,
 }
 
 impl ConnectionSettings {
@@ -120,6 +123,7 @@ impl ConnectionSettings {
             host: destination(plan).host.clone(),
             port: destination(plan).port,
             decode_responses: plan.options.compression,
+            max_body: usize::try_from(plan.options.limits.max_body).unwrap_or(usize::MAX),
         })
     }
 }

@@ -9,7 +9,7 @@ use crate::self_check;
 use crate::snapshots::SNAPSHOT_PERIOD;
 use crate::worker::{RunSettings, Worker, WorkerInit};
 use barrage_metrics::RunMetrics;
-use barrage_plan::{ConnectionModel, Plan, PlanError, Workload};
+use barrage_plan::{ConnectionModel, Plan, PlanError, Segment};
 use rand::SeedableRng;
 use std::rc::Rc;
 use std::sync::{Arc, Barrier, OnceLock};
@@ -29,6 +29,8 @@ pub enum EngineError {
     WorkerPanicked,
     #[error("TLS setup: {0}")]
     Tls(String),
+    #[error("the plan's iterations are the script `{0}`: run the script itself")]
+    ScriptedWithoutVus(String),
 }
 
 impl From<PlanError> for EngineError {
@@ -77,6 +79,9 @@ fn worker_threads(plan: &Plan) -> usize {
 /// and watch the run through `control` from another thread.
 pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError> {
     plan.validate()?;
+    if let (Some(file), None) = (&plan.options.scripted_body, &control.scripted) {
+        return Err(EngineError::ScriptedWithoutVus(file.clone()));
+    }
     let compiled = Arc::new(CompiledPlan::compile(plan)?);
     let connection = ConnectionSettings::new(plan).map_err(|e| EngineError::Tls(e.to_string()))?;
     let addrs = Arc::new(
@@ -85,10 +90,11 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
             .build()?
             .block_on(barrage_http::resolve(&connection.host, connection.port)),
     );
-    let shares = executor::assign(&plan.workload, worker_threads(plan));
+    let segment = plan.options.segment.unwrap_or(Segment::WHOLE);
+    let shares = executor::assign(&plan.workload, worker_threads(plan), segment);
     let threads = shares.len();
     control.snapshots.set_workers(threads);
-    let grace = stop_grace(plan);
+    let grace = plan.stop_grace();
     let started_at = SystemTime::now();
     // A placeholder until every worker is ready (see `StartGate`).
     let run_start = Instant::now();
@@ -124,9 +130,10 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
             },
             iterations: share.iterations,
             workers: threads,
+            segment,
             run_id,
             rng: rand::rngs::SmallRng::seed_from_u64(
-                plan.options.seed.unwrap_or(0x6261_7272_6167_6500)
+                segment.seed(plan.options.seed.unwrap_or(0x6261_7272_6167_6500))
                     ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             ),
         };
@@ -169,23 +176,6 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
         request_id_prefix: crate::worker::run_prefix(run_id),
     })
 }
-
-/// How long running iterations may go on after a graceful stop (Ctrl-C, SIGTERM,
-/// abortOnFail): the plan's `stop_grace`, else the workload's.
-pub fn stop_grace(plan: &Plan) -> Duration {
-    if let Some(grace) = plan.options.stop_grace {
-        return grace;
-    }
-    match &plan.workload {
-        // quick's models name no grace: in-flight requests get the default (each is bounded
-        // by the request timeout anyway).
-        Workload::ClosedVus(_) | Workload::ArrivalRate(_) => DEFAULT_STOP_GRACE,
-        other => other.graceful_stop(),
-    }
-}
-
-/// The grace period of a stop when the workload names none.
-const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(30);
 
 async fn until(deadline: Option<Instant>) {
     match deadline {

@@ -45,6 +45,11 @@ pub(crate) struct Worker {
     pub sampler: Option<RefCell<Sampler>>,
     /// The shared pool, source-address cursor and re-resolved addresses.
     pub connections: WorkerConnections,
+    /// Scripted runs: the response headers a scripted response carries.
+    pub scripted_headers: Vec<String>,
+    /// Scripted runs: check name → index in this worker's check counts (scripts name their
+    /// checks as they run; metrics merge checks by name).
+    script_checks: RefCell<std::collections::HashMap<String, usize>>,
 }
 
 /// Buffers larger than this are freed rather than pooled after use.
@@ -175,6 +180,9 @@ pub(crate) struct WorkerInit {
     pub rng: SmallRng,
     /// Worker threads in the run (for sequential row picks).
     pub workers: usize,
+    /// The process's segment of the test: its rows are `k ≡ i (mod N)`, so segments never
+    /// pick each other's rows.
+    pub segment: barrage_plan::Segment,
     /// Random per run, the first part of every request id.
     pub run_id: u32,
 }
@@ -187,7 +195,12 @@ impl Worker {
             request_buffers: Pool::default(),
             captures: Pool::default(),
             scratch: RefCell::new(Scratch::default()),
-            rows: RowCursors::new(init.run.plan.data.len(), init.run.index, init.workers),
+            rows: {
+                let (first, stride) = init
+                    .segment
+                    .stripe(init.run.index as u64, init.workers as u64);
+                RowCursors::new(init.run.plan.data.len(), first, stride)
+            },
             request_ids: RequestIds::new(init.run_id, init.run.index),
             sampler: init.run.control.samples.as_ref().map(|sink| {
                 RefCell::new(Sampler::new(
@@ -197,6 +210,11 @@ impl Worker {
                 ))
             }),
             connections: WorkerConnections::new(&init.run.connection),
+            scripted_headers: crate::scripted::CAPTURED_HEADERS
+                .iter()
+                .map(|h| (*h).to_string())
+                .collect(),
+            script_checks: RefCell::default(),
             run: init.run,
             remaining: Cell::new(init.iterations),
             metrics: RefCell::new(metrics),
@@ -221,6 +239,21 @@ impl Worker {
     #[inline]
     pub(crate) fn may_start_at(&self, now: Instant) -> bool {
         self.running_at(now) && self.run.iterations_end.is_none_or(|end| now < end)
+    }
+
+    /// Resolves once no new iteration may start: the iterations' end passed, or the run was
+    /// stopped.
+    pub(crate) async fn iterations_over(&self) {
+        let end = async {
+            match self.run.iterations_end {
+                Some(end) => tokio::time::sleep_until(end.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = end => {}
+            _ = self.run.control.stop.wait() => {}
+        }
     }
 
     /// Notes that something planned for `planned` starts now (scheduler lag).
@@ -333,6 +366,24 @@ impl Worker {
 
     /// Adds `value` to custom metric `metric`.
     #[inline]
+    /// Counts one evaluation of the scripted check `name`.
+    pub(crate) fn record_script_check(&self, name: &str, passed: bool) {
+        let mut checks = self.script_checks.borrow_mut();
+        let mut metrics = self.metrics.borrow_mut();
+        let index = match checks.get(name) {
+            Some(&index) => index,
+            None => {
+                metrics
+                    .checks
+                    .push(barrage_metrics::CheckCounts::new(name.to_string(), false));
+                let index = metrics.checks.len() - 1;
+                checks.insert(name.to_string(), index);
+                index
+            }
+        };
+        metrics.record_check(index, passed);
+    }
+
     pub(crate) fn record_custom(&self, metric: usize, value: f64) {
         let at = Instant::now()
             .saturating_duration_since(self.run.run_start)

@@ -8,6 +8,7 @@
 use crate::frame::{self, FrameHeader, HEADER_LEN};
 use crate::hpack::Encoder;
 use crate::hpack_decoder::Decoder;
+use barrage_body::{BodySink, ContentCoding};
 use barrage_metrics::ErrorKind;
 use std::time::Instant;
 
@@ -32,7 +33,8 @@ pub enum Phase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeepBody {
     Never,
-    Always,
+    /// Kept (decoded), up to this many bytes.
+    Always(usize),
     /// Only a content-encoded body (to count its decoded size); decided by the head.
     IfEncoded,
 }
@@ -59,7 +61,9 @@ pub struct Slot {
     /// Response fields, each as name then value; `fields` holds (name end, value end).
     pub field_bytes: Vec<u8>,
     pub fields: Vec<(u32, u32)>,
-    pub body: Vec<u8>,
+    /// The body's sink (decoding, and keeping up to a limit); the driver swaps it with the
+    /// capture's.
+    pub body: BodySink,
     pub send_window: i64,
     /// Received DATA bytes not yet given back by a WINDOW_UPDATE.
     unacked: u32,
@@ -84,7 +88,7 @@ impl Slot {
             keep_body: false,
             field_bytes: Vec::new(),
             fields: Vec::new(),
-            body: Vec::new(),
+            body: BodySink::default(),
             send_window: 0,
             unacked: 0,
             sending: false,
@@ -92,6 +96,7 @@ impl Slot {
         }
     }
 
+    #[inline]
     pub fn is_open(&self) -> bool {
         self.id != 0 && matches!(self.phase, Phase::AwaitingHead | Phase::Body)
     }
@@ -203,59 +208,71 @@ impl Connection {
         }
     }
 
+    #[inline]
     pub fn is_https(&self) -> bool {
         self.https
     }
 
     /// Streams completed on this connection.
+    #[inline]
     pub fn exchanges(&self) -> u64 {
         self.exchanges
     }
 
     /// Streams open now.
+    #[inline]
     pub fn active(&self) -> u32 {
         self.active
     }
 
     /// Why the connection is unusable, once it is.
+    #[inline]
     pub fn failed(&self) -> Option<ErrorKind> {
         self.failed
     }
 
     /// The last stream id of a GOAWAY the server sent.
+    #[inline]
     pub fn goaway(&self) -> Option<u32> {
         self.goaway
     }
 
+    #[inline]
     pub fn slot(&self, index: usize) -> &Slot {
         &self.slots[index]
     }
 
+    #[inline]
     pub fn slot_mut(&mut self, index: usize) -> &mut Slot {
         &mut self.slots[index]
     }
 
     /// How many slots exist (indices reported in events are below this).
+    #[inline]
     pub fn slot_count(&self) -> usize {
         self.slots.len()
     }
 
     /// What changed since the last call; the caller wakes what waits on it.
+    #[inline]
     pub fn events(&mut self) -> &mut Events {
         &mut self.events
     }
 
     /// Whether nothing is queued to send.
+    #[inline]
     pub fn output_is_empty(&self) -> bool {
         self.write_pos == self.write_buf.len()
     }
 
     /// Bytes waiting to be sent.
+    #[inline]
     pub fn output(&self) -> &[u8] {
         &self.write_buf[self.write_pos..]
     }
 
     /// `n` bytes of [`Connection::output`] were sent.
+    #[inline]
     pub fn wrote(&mut self, n: usize) {
         self.write_pos = (self.write_pos + n).min(self.write_buf.len());
         if self.write_pos == self.write_buf.len() {
@@ -269,6 +286,7 @@ impl Connection {
 
     /// Room to read into (at least a whole frame's worth); then call
     /// [`Connection::receive`] with how much was read.
+    #[inline]
     pub fn read_space(&mut self) -> &mut [u8] {
         if self.read_start == self.read_end {
             self.read_start = 0;
@@ -330,7 +348,10 @@ impl Connection {
         slot.keep_body = false;
         slot.field_bytes.clear();
         slot.fields.clear();
-        slot.body.clear();
+        match keep_body {
+            KeepBody::Always(limit) => slot.body.start(true, limit),
+            _ => slot.body.start(false, 0),
+        }
         slot.send_window = window;
         slot.unacked = 0;
         slot.sending = false;
@@ -377,6 +398,10 @@ impl Connection {
             // A stream-level error: the server still thinks the stream is open.
             frame::write_rst_stream(&mut self.write_buf, slot.id, frame::PROTOCOL_ERROR);
         }
+        if phase == Phase::Failed(ErrorKind::BodyTooLarge) && self.failed.is_none() {
+            // We stop reading a body past its limit: the server may stop sending it.
+            frame::write_rst_stream(&mut self.write_buf, slot.id, frame::CANCEL);
+        }
         let slot = &mut self.slots[index];
         slot.phase = phase;
         slot.done_at = Some(self.read_at);
@@ -398,9 +423,7 @@ impl Connection {
         let kind = match kind {
             // Prior knowledge sent to a server without h2c: it answers the preface with an
             // HTTP/1.1 error or a close, never with SETTINGS.
-            ErrorKind::Reset | ErrorKind::Closed | ErrorKind::H2Protocol
-                if !self.https && !self.got_settings =>
-            {
+            ErrorKind::Reset | ErrorKind::Closed if !self.https && !self.got_settings => {
                 ErrorKind::H2NotOffered
             }
             ErrorKind::Reset | ErrorKind::Closed | ErrorKind::Io if self.goaway.is_some() => {
@@ -417,6 +440,7 @@ impl Connection {
 
     /// Whether a new stream may open now (`Ok(false)`: wait for a stream to close, see
     /// [`Events::capacity_freed`]); an error when the connection cannot take more.
+    #[inline]
     pub fn can_open(&self) -> Result<bool, ErrorKind> {
         if let Some(kind) = self.failed {
             return Err(kind);
@@ -467,8 +491,13 @@ impl Connection {
                 return Ok(());
             };
             if !self.got_settings && (header.kind != frame::SETTINGS || header.flags != 0) {
-                // The server's preface must be a SETTINGS frame.
-                return Err(ErrorKind::H2Protocol);
+                // The server's preface must be a SETTINGS frame. An HTTP/1.1 answer means
+                // the server does not speak h2c; anything else is a broken HTTP/2 server.
+                return Err(if !self.https && available.starts_with(b"HTTP/") {
+                    ErrorKind::H2NotOffered
+                } else {
+                    ErrorKind::H2Protocol
+                });
             }
             if header.len > frame::MAX_FRAME_SIZE {
                 return Err(ErrorKind::H2Protocol);
@@ -630,7 +659,10 @@ impl Connection {
         slot.body_bytes += data.len() as u64;
         slot.wire_bytes += (HEADER_LEN + header.len) as u64;
         if slot.keep_body {
-            slot.body.extend_from_slice(data);
+            if let Err(kind) = slot.body.push(data) {
+                self.finish(index, Phase::Failed(kind));
+                return Ok(());
+            }
         }
         if header.flags & frame::FLAG_END_STREAM != 0 {
             self.finish(index, Phase::Done);
@@ -681,8 +713,9 @@ impl Connection {
                 return;
             }
             if name == b"content-encoding" {
-                let coding = value.trim_ascii();
-                encoded = !coding.is_empty() && !coding.eq_ignore_ascii_case(b"identity");
+                let coding = ContentCoding::parse(value);
+                encoded = coding != ContentCoding::Identity;
+                slot.body.set_coding(coding);
             }
             if slot.keep_fields {
                 slot.field_bytes.extend_from_slice(name);
@@ -718,7 +751,7 @@ impl Connection {
         slot.status = status;
         slot.keep_body = match slot.keep_body_when {
             KeepBody::Never => false,
-            KeepBody::Always => true,
+            KeepBody::Always(_) => true,
             KeepBody::IfEncoded => encoded,
         };
         slot.first_byte_at = Some(self.read_at);
@@ -823,7 +856,9 @@ mod tests {
         assert!(conn.output().starts_with(frame::PREFACE));
         conn.wrote(conn.output().len());
         assert_eq!(conn.can_open(), Ok(true));
-        let started = conn.start_stream(REQUEST, true, KeepBody::Always).unwrap();
+        let started = conn
+            .start_stream(REQUEST, true, KeepBody::Always(1 << 20))
+            .unwrap();
         assert_eq!(started.id, 1);
         assert!(!conn.output_is_empty());
         let mut input = frame(frame::SETTINGS, 0, 0, &[]);
@@ -839,7 +874,7 @@ mod tests {
         let slot = conn.slot(started.slot);
         assert_eq!(slot.phase, Phase::Done);
         assert_eq!(slot.status, 200);
-        assert_eq!(slot.body, b"hello");
+        assert_eq!(slot.body.body(), Some(&b"hello"[..]));
         assert_eq!(slot.done_at, Some(now));
         assert_eq!(conn.events().streams, vec![started.slot]);
         assert_eq!(conn.exchanges(), 1);

@@ -1,41 +1,13 @@
-//! What an exchange keeps of a response beyond its status and sizes: selected header values
-//! and the body, into buffers the caller reuses (nothing is allocated when nothing is asked).
+//! What an exchange keeps of a response beyond its status and sizes: selected header values,
+//! the decoded size of a content-encoded body and the body itself (decoded, up to a limit),
+//! into buffers the caller reuses (nothing is allocated when nothing is asked).
 
-/// How the captured body is encoded (`Content-Encoding`), so the caller can decode it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ContentCoding {
-    #[default]
-    Identity,
-    Gzip,
-    Deflate,
-    /// Brotli (`br`).
-    Br,
-    /// A coding barrage does not decode; the body is left as it came.
-    Other,
-}
-
-impl ContentCoding {
-    fn parse(value: &[u8]) -> ContentCoding {
-        let value = value.trim_ascii();
-        if value.is_empty() || value.eq_ignore_ascii_case(b"identity") {
-            ContentCoding::Identity
-        } else if value.eq_ignore_ascii_case(b"gzip") || value.eq_ignore_ascii_case(b"x-gzip") {
-            ContentCoding::Gzip
-        } else if value.eq_ignore_ascii_case(b"deflate") {
-            ContentCoding::Deflate
-        } else if value.eq_ignore_ascii_case(b"br") {
-            ContentCoding::Br
-        } else {
-            ContentCoding::Other
-        }
-    }
-}
+use barrage_body::{BodySink, ContentCoding};
 
 /// Captured parts of one response; keep one around and pass it again, its buffers are reused.
 #[derive(Debug, Default)]
 pub struct Captured {
-    body: Vec<u8>,
-    coding: ContentCoding,
+    pub(crate) body: BodySink,
     /// Captured header values, one after the other.
     values: Vec<u8>,
     /// Per requested header name: where its value lies in `values`, if the response had it.
@@ -45,14 +17,19 @@ pub struct Captured {
 }
 
 impl Captured {
-    /// The response body (de-chunked, still content-encoded), when it was asked for.
-    pub fn body(&self) -> &[u8] {
-        &self.body
+    /// The response body (de-chunked, content-decoded), when it was asked for and decoded.
+    pub fn body(&self) -> Option<&[u8]> {
+        self.body.body()
     }
 
     /// The body's `Content-Encoding`.
     pub fn coding(&self) -> ContentCoding {
-        self.coding
+        self.body.coding()
+    }
+
+    /// The decoded size of a content-encoded body that was decoded whole.
+    pub fn decoded_len(&self) -> Option<u64> {
+        self.body.decoded_len()
     }
 
     /// The value of the `index`-th requested header (the first one, if it was repeated).
@@ -73,8 +50,7 @@ impl Captured {
 
     /// Empties everything, keeping the allocations.
     pub fn clear(&mut self) {
-        self.body.clear();
-        self.coding = ContentCoding::Identity;
+        self.body.start(false, 0);
         self.values.clear();
         self.spans.clear();
         self.repeats.clear();
@@ -82,7 +58,7 @@ impl Captured {
 
     /// Bytes of buffer this holds on to (to decide whether keeping it for reuse is worth it).
     pub fn retained_bytes(&self) -> usize {
-        self.body.capacity() + self.values.capacity()
+        self.body.retained_bytes() + self.values.capacity()
     }
 }
 
@@ -94,20 +70,23 @@ pub struct Capture<'a> {
     pub headers: &'a [String],
     /// Whether to keep the body.
     pub body: bool,
-    /// Whether to keep the body when it is content-encoded (to count its decoded size).
+    /// Whether to decode a content-encoded body (to count its decoded size).
     pub encoded_body: bool,
+    /// The most body bytes kept (decoded); a longer body fails as `body_too_large`.
+    pub max_body: usize,
     pub into: &'a mut Captured,
 }
 
 impl Capture<'_> {
     pub(crate) fn start(&mut self) {
         self.into.clear();
+        self.into.body.start(self.body, self.max_body);
         self.into.spans.resize(self.headers.len(), None);
     }
 
     pub(crate) fn header(&mut self, name: &str, value: &[u8]) {
         if (self.body || self.encoded_body) && name.eq_ignore_ascii_case("content-encoding") {
-            self.into.coding = ContentCoding::parse(value);
+            self.into.body.set_coding(ContentCoding::parse(value));
         }
         for (index, (wanted, span)) in self
             .headers
@@ -133,8 +112,9 @@ impl Capture<'_> {
     }
 
     #[inline]
-    pub(crate) fn body_sink(&mut self) -> Option<&mut Vec<u8>> {
-        let keep = self.body || (self.encoded_body && self.into.coding != ContentCoding::Identity);
+    pub(crate) fn body_sink(&mut self) -> Option<&mut BodySink> {
+        let keep =
+            self.body || (self.encoded_body && self.into.coding() != ContentCoding::Identity);
         keep.then_some(&mut self.into.body)
     }
 }
@@ -151,6 +131,7 @@ mod tests {
             headers: &names,
             body: true,
             encoded_body: false,
+            max_body: 100,
             into: &mut captured,
         };
         capture.start();
@@ -166,6 +147,7 @@ mod tests {
             headers: &every,
             body: false,
             encoded_body: false,
+            max_body: 100,
             into: &mut lines,
         };
         capture.start();
@@ -196,6 +178,7 @@ mod encoded_tests {
             headers: &[],
             body: false,
             encoded_body: true,
+            max_body: 100,
             into: &mut captured,
         };
         capture.start();

@@ -6,6 +6,12 @@ use std::io;
 /// Classifies an I/O error. `connecting` tells whether it happened while opening the
 /// connection, where unknown failures are connect failures rather than I/O errors.
 pub fn classify_io_error(error: &io::Error, connecting: bool) -> ErrorKind {
+    /// EMFILE and ENFILE: this process (or the system) is out of file descriptors.
+    const EMFILE: i32 = 24;
+    const ENFILE: i32 = 23;
+    if matches!(error.raw_os_error(), Some(EMFILE | ENFILE)) {
+        return ErrorKind::LocalFdLimit;
+    }
     match error.kind() {
         io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
         io::ErrorKind::ConnectionReset
@@ -46,5 +52,11 @@ mod tests {
             classify_io_error(&e(io::ErrorKind::Other), false),
             ErrorKind::Io
         );
+        for errno in [23, 24] {
+            assert_eq!(
+                classify_io_error(&io::Error::from_raw_os_error(errno), true),
+                ErrorKind::LocalFdLimit
+            );
+        }
     }
 }

@@ -4,7 +4,7 @@
 use crate::buffers::{ReadBuffers, MAX_HEAD};
 use crate::capture::Capture;
 use crate::classify::classify_io_error;
-use crate::framing::{parse_head_with, BodyFraming, ChunkedDecoder};
+use crate::framing::{parse_head_limited, BodyFraming, ChunkedDecoder, DEFAULT_MAX_HEADERS};
 use crate::stream::{connect_from, Stream};
 use barrage_metrics::ErrorKind;
 use std::io;
@@ -44,13 +44,28 @@ pub struct Connection {
     exchanges: u64,
     /// Whether any byte of the current (or last) response arrived.
     response_started: bool,
+    /// The most header fields a response head may carry.
+    max_headers: usize,
 }
 
-/// Appends `data` to the capture's body sink, if it keeps the body.
+/// Gives other tasks (and the request's timeout) a turn when decoding has done a lot of work
+/// in this poll: a highly compressed body can arrive faster than it decodes.
+async fn yield_if_busy(capture: &mut Option<&mut Capture<'_>>) {
+    if capture
+        .as_deref_mut()
+        .is_some_and(|c| c.into.body.should_yield())
+    {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Hands `data` to the capture's body sink, if it decodes or keeps the body; fails when a
+/// kept body passes its limit.
 #[inline]
-fn sink(capture: &mut Option<&mut Capture<'_>>, data: &[u8]) {
-    if let Some(body) = capture.as_deref_mut().and_then(Capture::body_sink) {
-        body.extend_from_slice(data);
+fn sink(capture: &mut Option<&mut Capture<'_>>, data: &[u8]) -> Result<(), ErrorKind> {
+    match capture.as_deref_mut().and_then(Capture::body_sink) {
+        Some(body) => body.push(data),
+        None => Ok(()),
     }
 }
 
@@ -60,7 +75,14 @@ impl Connection {
             stream: stream.into(),
             exchanges: 0,
             response_started: false,
+            max_headers: DEFAULT_MAX_HEADERS,
         }
+    }
+
+    /// Allows response heads of up to `max` header fields.
+    pub fn with_max_headers(mut self, max: usize) -> Self {
+        self.max_headers = max;
+        self
     }
 
     /// Requests this connection has completed; 0 means it is fresh.
@@ -109,11 +131,16 @@ impl Connection {
         let mut first_byte_at = None;
         let head = loop {
             if filled > 0 {
-                let parsed = parse_head_with(&buf[..filled], expects_body, |name, value| {
-                    if let Some(capture) = capture.as_deref_mut() {
-                        capture.header(name, value);
-                    }
-                });
+                let parsed = parse_head_limited(
+                    &buf[..filled],
+                    expects_body,
+                    self.max_headers,
+                    |name, value| {
+                        if let Some(capture) = capture.as_deref_mut() {
+                            capture.header(name, value);
+                        }
+                    },
+                );
                 match parsed {
                     Ok(Some(head)) if head.status < 200 && head.status != 101 => {
                         buf.copy_within(head.head_len..filled, 0);
@@ -146,7 +173,7 @@ impl Connection {
             BodyFraming::Length(length) => {
                 let available = (filled - start) as u64;
                 let take = available.min(length) as usize;
-                sink(&mut capture, &buf[start..start + take]);
+                sink(&mut capture, &buf[start..start + take])?;
                 // Bytes past the body mean the server pipelined something we did not ask for.
                 keep_alive &= available <= length;
                 let mut remaining = length - take as u64;
@@ -155,7 +182,8 @@ impl Connection {
                     let n = self.read_into(&mut buf[..]).await?;
                     received += n as u64;
                     let take = (n as u64).min(remaining) as usize;
-                    sink(&mut capture, &buf[..take]);
+                    sink(&mut capture, &buf[..take])?;
+                    yield_if_busy(&mut capture).await;
                     remaining -= take as u64;
                     body_bytes += take as u64;
                     keep_alive &= n == take;
@@ -165,12 +193,17 @@ impl Connection {
                 let mut decoder = ChunkedDecoder::default();
                 let mut pending_from = start;
                 loop {
+                    let mut sunk = Ok(());
                     let used = decoder
                         .feed(&buf[pending_from..filled], |data| {
                             body_bytes += data.len() as u64;
-                            sink(&mut capture, data);
+                            if sunk.is_ok() {
+                                sunk = sink(&mut capture, data);
+                            }
                         })
                         .map_err(|_| ErrorKind::Malformed)?;
+                    sunk?;
+                    yield_if_busy(&mut capture).await;
                     pending_from += used;
                     if decoder.is_done() {
                         keep_alive &= pending_from == filled;
@@ -190,7 +223,7 @@ impl Connection {
             }
             BodyFraming::UntilClose => {
                 body_bytes = (filled - start) as u64;
-                sink(&mut capture, &buf[start..filled]);
+                sink(&mut capture, &buf[start..filled])?;
                 loop {
                     let n = match self.stream.read(&mut buf[..]).await {
                         Ok(0) => break,
@@ -199,7 +232,8 @@ impl Connection {
                     };
                     received += n as u64;
                     body_bytes += n as u64;
-                    sink(&mut capture, &buf[..n]);
+                    sink(&mut capture, &buf[..n])?;
+                    yield_if_busy(&mut capture).await;
                 }
             }
         }
@@ -298,6 +332,7 @@ mod tests {
                 headers: &names,
                 body: true,
                 encoded_body: false,
+                max_body: 1 << 20,
                 into: &mut captured,
             };
             let first = conn
@@ -308,7 +343,7 @@ mod tests {
                 (first.status, first.body_bytes, first.keep_alive),
                 (200, 5, true)
             );
-            assert_eq!(capture.into.body(), b"hello");
+            assert_eq!(capture.into.body(), Some(&b"hello"[..]));
             assert_eq!(capture.into.header(0), Some(&b"5"[..]));
             assert_eq!(buffers.idle(), 1, "the read buffer is back in the pool");
             let second = conn
@@ -316,7 +351,7 @@ mod tests {
                 .await
                 .unwrap();
             assert_eq!((second.status, second.body_bytes), (201, 3));
-            assert_eq!(captured.body(), b"abc");
+            assert_eq!(captured.body(), Some(&b"abc"[..]));
             assert_eq!(captured.header(0), None);
             let third = conn
                 .exchange(&buffers, request.as_bytes(), true, None)

@@ -5,6 +5,7 @@
 use crate::buffers::ReadBuffers;
 use crate::capture::Capture;
 use crate::connection::{Connection, Exchange};
+use crate::framing::DEFAULT_MAX_HEADERS;
 use crate::h2::{H2Connection, H2Settings};
 use crate::stream::{connect_from, Stream};
 use crate::tls::TlsClient;
@@ -79,13 +80,27 @@ pub struct Opened {
 }
 
 /// Opens connections for one run; cheap to clone into every worker.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Connector {
     pub tls: Option<TlsClient>,
     pub version: Version,
     pub h2: H2Settings,
     /// Through an HTTP proxy to an `https://` target: the tunnel to ask it for.
     pub tunnel: Option<Tunnel>,
+    /// The most header fields an HTTP/1.1 response head may carry.
+    pub max_headers: usize,
+}
+
+impl Default for Connector {
+    fn default() -> Self {
+        Self {
+            tls: None,
+            version: Version::default(),
+            h2: H2Settings::default(),
+            max_headers: DEFAULT_MAX_HEADERS,
+            tunnel: None,
+        }
+    }
 }
 
 impl Connector {
@@ -122,7 +137,7 @@ impl Connector {
         let connection = if h2 {
             AnyConnection::Http2(H2Connection::handshake(stream, &self.h2).await?)
         } else {
-            AnyConnection::Http1(Connection::new(stream))
+            AnyConnection::Http1(Connection::new(stream).with_max_headers(self.max_headers))
         };
         Ok(Opened {
             connection,

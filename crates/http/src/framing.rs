@@ -1,7 +1,7 @@
 //! HTTP/1.1 response framing: the head, and where the body ends (length, chunked, or close).
 
-/// How many headers a response may carry before it is called malformed.
-const MAX_HEADERS: usize = 96;
+/// How many headers a response may carry before it is called malformed, unless set.
+pub const DEFAULT_MAX_HEADERS: usize = 256;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FramingError {
@@ -44,10 +44,35 @@ pub fn parse_head(buf: &[u8], expects_body: bool) -> Result<Option<ResponseHead>
 pub fn parse_head_with(
     buf: &[u8],
     expects_body: bool,
+    on_header: impl FnMut(&str, &[u8]),
+) -> Result<Option<ResponseHead>, FramingError> {
+    parse_head_limited(buf, expects_body, DEFAULT_MAX_HEADERS, on_header)
+}
+
+/// [`parse_head_with`] allowing at most `max_headers` header fields.
+pub fn parse_head_limited(
+    buf: &[u8],
+    expects_body: bool,
+    max_headers: usize,
+    on_header: impl FnMut(&str, &[u8]),
+) -> Result<Option<ResponseHead>, FramingError> {
+    if max_headers <= DEFAULT_MAX_HEADERS {
+        let mut headers = [httparse::EMPTY_HEADER; DEFAULT_MAX_HEADERS];
+        parse_into(buf, expects_body, &mut headers[..max_headers], on_header)
+    } else {
+        // Only when asked for more than the default: a head of that many is rare.
+        let mut headers = vec![httparse::EMPTY_HEADER; max_headers];
+        parse_into(buf, expects_body, &mut headers, on_header)
+    }
+}
+
+fn parse_into<'b>(
+    buf: &'b [u8],
+    expects_body: bool,
+    headers: &mut [httparse::Header<'b>],
     mut on_header: impl FnMut(&str, &[u8]),
 ) -> Result<Option<ResponseHead>, FramingError> {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut response = httparse::Response::new(&mut headers);
+    let mut response = httparse::Response::new(headers);
     let head_len = match response.parse(buf) {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return Ok(None),

@@ -24,13 +24,15 @@ mod stream;
 mod tls;
 mod tunnel;
 
+pub use barrage_body::{BodySink, ContentCoding, DEFAULT_MAX_BODY};
 pub use buffers::ReadBuffers;
-pub use capture::{Capture, Captured, ContentCoding};
+pub use capture::{Capture, Captured};
 pub use classify::classify_io_error;
 pub use connection::{connect, Connection, Exchange};
 pub use connector::{AnyConnection, Connector, Opened, Version};
 pub use framing::{
-    parse_head, parse_head_with, BodyFraming, ChunkedDecoder, FramingError, ResponseHead,
+    parse_head, parse_head_limited, parse_head_with, BodyFraming, ChunkedDecoder, FramingError,
+    ResponseHead, DEFAULT_MAX_HEADERS,
 };
 pub use h2::{H2Connection, H2Id, H2Settings};
 pub use request::{

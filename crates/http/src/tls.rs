@@ -122,17 +122,27 @@ pub fn client_config(settings: &TlsSettings) -> Result<Arc<ClientConfig>, TlsCon
     } else {
         let mut roots = RootCertStore::empty();
         roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+        let mut given = Vec::new();
         if let Some(path) = &settings.ca_file {
             for cert in read_certificates(path)? {
                 roots
-                    .add(cert)
+                    .add(cert.clone())
                     .map_err(|e| TlsConfigError::BadCertificate {
                         path: path.clone(),
                         reason: e.to_string(),
                     })?;
+                given.push(cert);
             }
         }
-        builder.with_root_certificates(roots)
+        let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
+            Arc::new(roots),
+            Arc::clone(&provider),
+        )
+        .build()
+        .map_err(|e| TlsConfigError::ClientAuth(e.to_string()))?;
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(TrustGivenCertificates { webpki, given }))
     };
     let mut config = match &settings.client_cert {
         None => builder.with_no_client_auth(),
@@ -222,6 +232,68 @@ pub fn classify_tls_error(error: &io::Error) -> ErrorKind {
     }
 }
 
+/// The usual web PKI checks, and, like curl, a certificate given with `--cacert` is trusted
+/// for itself even when the chain checks reject it (a self-signed CA:TRUE certificate used
+/// as the server's own, as `openssl req -x509` makes): its name must still match.
+#[derive(Debug)]
+struct TrustGivenCertificates {
+    webpki: Arc<rustls::client::WebPkiServerVerifier>,
+    given: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for TrustGivenCertificates {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let verified = self.webpki.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        );
+        match verified {
+            // Only the chain-shape rejections (webpki's CaUsedAsEndEntity and kin come as
+            // `Other`); expiry, names and signatures keep their verdicts.
+            Err(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(_)))
+                if self.given.iter().any(|c| c.as_ref() == end_entity.as_ref()) =>
+            {
+                let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+                rustls::client::verify_server_name(&parsed, server_name)?;
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
 /// `--insecure`: every certificate is accepted; signatures are still checked so the
 /// handshake itself stays well-formed.
 #[derive(Debug)]
@@ -288,7 +360,14 @@ mod tests {
     }
 
     fn cert(expired: bool) -> Cert {
+        cert_with(expired, false)
+    }
+
+    fn cert_with(expired: bool, is_ca: bool) -> Cert {
         let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        if is_ca {
+            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        }
         if expired {
             params.not_before = rcgen::date_time_ymd(2001, 1, 1);
             params.not_after = rcgen::date_time_ymd(2002, 1, 1);
@@ -374,6 +453,28 @@ mod tests {
             .exchange(&buffers, request, true, None)
             .await?
             .status)
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_self_signed_ca_certificate_given_with_cacert_is_trusted_for_itself() {
+        let own = cert_with(false, true);
+        let addr = serve(&own, None).await;
+        let trusted = TlsSettings {
+            ca_file: Some(pem_file("own-ca.pem", &own.pem)),
+            ..TlsSettings::default()
+        };
+        assert_eq!(get(addr, &trusted).await, Ok(200));
+        let wrong_name = TlsSettings {
+            server_name: Some("other.example".into()),
+            ..trusted.clone()
+        };
+        assert_eq!(get(addr, &wrong_name).await, Err(ErrorKind::TlsBadName));
+        let other = cert_with(false, true);
+        let untrusted = TlsSettings {
+            ca_file: Some(pem_file("other-ca.pem", &other.pem)),
+            ..TlsSettings::default()
+        };
+        assert!(get(addr, &untrusted).await.is_err());
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -50,10 +50,15 @@ pub enum ErrorKind {
     /// and k6 count no error for a request the run's end cut off; `TagMetrics::interrupted`
     /// reads it.
     Interrupted,
+    /// A body kept for an extraction or check grew past its limit (`--max-body`).
+    BodyTooLarge,
+    /// The generator ran out of file descriptors (EMFILE/ENFILE) opening a connection: a
+    /// limit of this machine, not the target's fault.
+    LocalFdLimit,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 19] = [
+    pub const ALL: [ErrorKind; 21] = [
         ErrorKind::Dns,
         ErrorKind::Refused,
         ErrorKind::Connect,
@@ -73,6 +78,8 @@ impl ErrorKind {
         ErrorKind::Malformed,
         ErrorKind::Io,
         ErrorKind::Interrupted,
+        ErrorKind::BodyTooLarge,
+        ErrorKind::LocalFdLimit,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -101,6 +108,8 @@ impl ErrorKind {
             ErrorKind::Malformed => "malformed",
             ErrorKind::Io => "io",
             ErrorKind::Interrupted => "interrupted",
+            ErrorKind::BodyTooLarge => "body_too_large",
+            ErrorKind::LocalFdLimit => "local_fd_limit",
         }
     }
 
@@ -130,6 +139,10 @@ impl ErrorKind {
             ErrorKind::Malformed => "malformed HTTP response",
             ErrorKind::Io => "I/O error",
             ErrorKind::Interrupted => "still open when the run ended (interrupted)",
+            ErrorKind::BodyTooLarge => "response body larger than --max-body (kept for an extraction)",
+            ErrorKind::LocalFdLimit => {
+                "generator out of file descriptors (raise `ulimit -n`, or use fewer clients)"
+            }
         }
     }
 }

@@ -402,10 +402,17 @@ impl RunMetrics {
         self.self_check.merge(&other.self_check);
         self.connections_tls += other.connections_tls;
         self.connections_h2 += other.connections_h2;
-        // Checks are aligned by index like tags; a longer `other` brings its names along.
+        // Plan checks are aligned by index like tags (names may repeat); checks a script
+        // named while it ran can sit at different indices per worker, so an index whose name
+        // differs is matched by name; a check `self` lacks is added.
         for (i, theirs) in other.checks.iter().enumerate() {
-            match self.checks.get_mut(i) {
-                Some(mine) => {
+            let mine = match self.checks.get(i) {
+                Some(mine) if mine.name == theirs.name => Some(i),
+                _ => self.checks.iter().position(|c| c.name == theirs.name),
+            };
+            match mine {
+                Some(index) => {
+                    let mine = &mut self.checks[index];
                     mine.passed += theirs.passed;
                     mine.failed += theirs.failed;
                 }

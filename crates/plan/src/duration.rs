@@ -2,12 +2,17 @@
 
 use std::time::Duration;
 
+/// Every unit [`parse_duration`] accepts, for hints.
+pub const DURATION_UNITS: &str = "ns, us (or µs), ms, s, m, h or d";
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DurationError {
-    #[error("`{0}` is not a duration (examples: 500ms, 10s, 2m, 1h30m)")]
+    #[error("`{0}` is not a duration (examples: 500ms, 10s, 2m, 1h30m; units: {DURATION_UNITS})")]
     Malformed(String),
-    #[error("`{input}` has unknown unit `{unit}` (use ms, s, m or h)")]
+    #[error("`{input}` has unknown unit `{unit}` (use {DURATION_UNITS})")]
     UnknownUnit { input: String, unit: String },
+    #[error("`{input}` has no unit ({input}s? units: {DURATION_UNITS})")]
+    MissingUnit { input: String },
     #[error("`{0}` is too long a duration")]
     Overflow(String),
 }
@@ -24,9 +29,8 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
     while !rest.is_empty() {
         let number_end = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| DurationError::UnknownUnit {
-                input: input.to_string(),
-                unit: String::new(),
+            .ok_or_else(|| DurationError::MissingUnit {
+                input: text.to_string(),
             })?;
         let number: f64 = rest[..number_end]
             .parse()
@@ -72,10 +76,18 @@ mod tests {
 
     #[test]
     fn rejects_missing_or_unknown_units() {
-        assert!(matches!(
+        assert_eq!(
             parse_duration("10"),
-            Err(DurationError::UnknownUnit { .. })
-        ));
+            Err(DurationError::MissingUnit { input: "10".into() })
+        );
+        assert_eq!(
+            parse_duration("1m30").unwrap_err().to_string(),
+            "`1m30` has no unit (1m30s? units: ns, us (or µs), ms, s, m, h or d)"
+        );
+        let unknown = parse_duration("10x").unwrap_err().to_string();
+        for unit in ["ns", "us", "µs", "ms", " s,", " m,", " h ", " d)"] {
+            assert!(unknown.contains(unit), "{unit} missing from {unknown}");
+        }
         assert!(matches!(
             parse_duration("10x"),
             Err(DurationError::UnknownUnit { .. })

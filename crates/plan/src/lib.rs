@@ -8,24 +8,29 @@ mod duration;
 mod http_semantics;
 mod protocol;
 mod redact;
+mod segment;
 mod session;
+mod stages;
 mod target;
 mod thresholds;
 mod vus;
 mod workload;
+mod workload_ops;
 
-pub use duration::{parse_duration, DurationError};
+pub use duration::{parse_duration, DurationError, DURATION_UNITS};
 pub use http_semantics::{Credentials, HttpDebug, Proxy, DEFAULT_MAX_REDIRECTS};
 pub use protocol::{
-    parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion, TlsOptions,
-    TlsVersion,
+    parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion,
+    ResponseLimits, TlsOptions, TlsVersion,
 };
 pub use redact::{redact_url, Redaction, REDACTED, SENSITIVE_HEADERS};
+pub use segment::{Segment, SegmentError};
 pub use session::{
     walk_steps, walk_steps_mut, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource,
     Extraction, Extractor, HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value,
     Wait,
 };
+pub use stages::{Piece, Stages};
 pub use target::{Scheme, Target, TargetError};
 pub use thresholds::{
     compare, is_metric_name, is_per_tag, metric_kind, parse_expression, parse_key,
@@ -37,6 +42,7 @@ pub use vus::{
     DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION,
 };
 pub use workload::{ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, Workload, WorkloadError};
+pub use workload_ops::{OverrideError, VuOverride};
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -94,6 +100,9 @@ pub struct TestOptions {
     pub http2: Http2Options,
     #[serde(default)]
     pub connections: ConnectionOptions,
+    /// Response body and header limits.
+    #[serde(default, skip_serializing_if = "ResponseLimits::is_default")]
+    pub limits: ResponseLimits,
     /// How long running iterations may go on after a stop (Ctrl-C, SIGTERM, SIGHUP,
     /// `abortOnFail`); `None`: the workload's graceful stop, or 30 s when it names none.
     #[serde(
@@ -121,6 +130,13 @@ pub struct TestOptions {
     /// Print the first requests and responses to stderr (headers; bodies too with `full`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_debug: Option<HttpDebug>,
+    /// The part of the test this process runs (`--segment i/N`); none: all of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<Segment>,
+    /// The iterations are this script's (a k6 script file, run by its VUs), not the
+    /// sessions' steps: the plan's one session is then empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scripted_body: Option<String>,
 }
 
 fn is_zero(value: &u32) -> bool {
@@ -140,12 +156,15 @@ impl Default for TestOptions {
             tls: TlsOptions::default(),
             http2: Http2Options::default(),
             connections: ConnectionOptions::default(),
+            limits: ResponseLimits::default(),
             stop_grace: None,
             max_redirects: 0,
             cookies: false,
             basic_auth: None,
             proxy: None,
             http_debug: None,
+            segment: None,
+            scripted_body: None,
         }
     }
 }
@@ -182,6 +201,14 @@ impl Header {
 }
 
 impl Plan {
+    /// How long running iterations may go on after a graceful stop (Ctrl-C, SIGTERM,
+    /// abortOnFail): the plan's `stop_grace` when set (quick's `--grace`), else the workload's.
+    pub fn stop_grace(&self) -> Duration {
+        self.options
+            .stop_grace
+            .unwrap_or_else(|| self.workload.stop_grace())
+    }
+
     fn step_problem(&self, session: &str, step: &Step) -> Result<(), PlanError> {
         match step {
             Step::Request(request) => {
@@ -234,7 +261,7 @@ impl Plan {
             return Err(PlanError::NoSessions);
         }
         for session in &self.sessions {
-            if session.steps.is_empty() {
+            if session.steps.is_empty() && self.options.scripted_body.is_none() {
                 return Err(PlanError::EmptySession(session.name.clone()));
             }
             let mut problem = None;

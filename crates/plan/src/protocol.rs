@@ -98,6 +98,87 @@ pub struct Http2Options {
     pub initial_connection_window_size: Option<u32>,
 }
 
+/// Bounds on what a response may bring before it counts as an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ResponseLimits {
+    /// The most body bytes kept (decoded) for an extraction; a longer body is
+    /// `body_too_large`. Bodies nothing reads are counted, never kept, whatever their size.
+    pub max_body: u64,
+    /// The most header fields an HTTP/1.1 response head may carry.
+    pub max_headers: u32,
+}
+
+impl ResponseLimits {
+    pub const DEFAULT_MAX_BODY: u64 = 4 * 1024 * 1024;
+    pub const DEFAULT_MAX_HEADERS: u32 = 256;
+    /// The range `max_body` may take: a kept body lives in memory for the whole exchange.
+    pub const MAX_BODY_RANGE: std::ops::RangeInclusive<u64> = 1..=(1 << 30);
+    pub const MAX_HEADERS_RANGE: std::ops::RangeInclusive<u32> = 1..=65_536;
+
+    /// Parses a body size: bytes, or a number with `KB`/`MB`/`GB` (powers of 1000) or
+    /// `KiB`/`MiB`/`GiB` (powers of 1024), and checks it is within [`Self::MAX_BODY_RANGE`].
+    pub fn parse_max_body(text: &str) -> Result<u64, String> {
+        let text = text.trim();
+        let split = text
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(text.len());
+        let (number, unit) = text.split_at(split);
+        let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1,
+            "kb" | "k" => 1_000,
+            "mb" | "m" => 1_000_000,
+            "gb" | "g" => 1_000_000_000,
+            "kib" => 1 << 10,
+            "mib" => 1 << 20,
+            "gib" => 1 << 30,
+            other => {
+                return Err(format!(
+                    "`{other}` is not a size unit (use B, KB, MB, KiB, MiB...)"
+                ))
+            }
+        };
+        let value: f64 = number
+            .parse()
+            .map_err(|_| format!("`{text}` is not a size (e.g. 4MiB, 500KB, 1048576)"))?;
+        let bytes = value * scale as f64;
+        let (low, high) = (*Self::MAX_BODY_RANGE.start(), *Self::MAX_BODY_RANGE.end());
+        if !bytes.is_finite() || bytes < low as f64 || bytes > high as f64 {
+            return Err(format!("`{text}` is out of range (1 B to 1 GiB)"));
+        }
+        Ok(bytes as u64)
+    }
+
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+impl Default for ResponseLimits {
+    fn default() -> Self {
+        Self {
+            max_body: Self::DEFAULT_MAX_BODY,
+            max_headers: Self::DEFAULT_MAX_HEADERS,
+        }
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::ResponseLimits;
+
+    #[test]
+    fn body_sizes_parse_with_units_and_ranges() {
+        assert_eq!(ResponseLimits::parse_max_body("4MiB"), Ok(4 << 20));
+        assert_eq!(ResponseLimits::parse_max_body("500 KB"), Ok(500_000));
+        assert_eq!(ResponseLimits::parse_max_body("1048576"), Ok(1 << 20));
+        assert_eq!(ResponseLimits::parse_max_body("1.5k"), Ok(1500));
+        for bad in ["0", "2GiB", "", "lots", "5 parsecs", "1e400"] {
+            assert!(ResponseLimits::parse_max_body(bad).is_err(), "{bad}");
+        }
+    }
+}
+
 /// How clients map to connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -89,6 +89,11 @@ impl Target {
     }
 
     /// The value of the `Host` header: the port is omitted when it is the scheme's default.
+    /// Whether the target speaks TLS.
+    pub fn is_https(&self) -> bool {
+        self.scheme == Scheme::Https
+    }
+
     pub fn authority(&self) -> String {
         let host = if self.host.contains(':') {
             format!("[{}]", self.host)

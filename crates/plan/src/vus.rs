@@ -129,18 +129,6 @@ impl ArrivalPool {
     pub fn end(&self) -> Duration {
         self.stages.iter().map(|s| s.duration).sum()
     }
-
-    /// Iterations expected over the whole schedule.
-    pub fn expected_iterations(&self) -> f64 {
-        let unit = self.time_unit.as_secs_f64();
-        let mut from = self.start_rate;
-        let mut total = 0.0;
-        for stage in &self.stages {
-            total += (from + stage.target) / 2.0 * stage.duration.as_secs_f64() / unit;
-            from = stage.target;
-        }
-        total
-    }
 }
 
 impl RampingVus {
@@ -158,21 +146,17 @@ impl RampingVus {
             .unwrap_or(0)
     }
 
+    /// The VU target over time.
+    pub fn schedule(&self) -> crate::Stages {
+        crate::Stages::from_targets(
+            self.start_vus as f64,
+            self.stages.iter().map(|s| (s.duration, s.target as f64)),
+        )
+    }
+
     /// The target VU count `at` into the run (linear within a stage, rounded down like k6).
     pub fn target_at(&self, at: Duration) -> u64 {
-        let mut from = self.start_vus;
-        let mut start = Duration::ZERO;
-        for stage in &self.stages {
-            let end = start + stage.duration;
-            if at < end {
-                let progress = (at - start).as_secs_f64() / stage.duration.as_secs_f64();
-                let value = from as f64 + (stage.target as f64 - from as f64) * progress;
-                return value.floor().max(0.0) as u64;
-            }
-            from = stage.target;
-            start = end;
-        }
-        from
+        self.schedule().value_at(at).floor().max(0.0) as u64
     }
 }
 
@@ -229,12 +213,18 @@ mod tests {
         let mut pool =
             ArrivalPool::constant(20.0, Duration::from_secs(2), Duration::from_secs(10), 2, 1);
         assert_eq!(pool.max_vus, 2);
-        assert_eq!(pool.expected_iterations(), 100.0);
+        let expected = |pool: &ArrivalPool| {
+            crate::Workload::ArrivalPool(pool.clone())
+                .arrival_schedule()
+                .unwrap()
+                .total()
+        };
+        assert_eq!(expected(&pool), 100.0);
         pool.stages.push(RateStage {
             duration: Duration::from_secs(4),
             target: 0.0,
         });
-        assert_eq!(pool.expected_iterations(), 120.0);
+        assert_eq!(expected(&pool), 120.0);
         assert_eq!(pool.end(), Duration::from_secs(14));
     }
 }

@@ -52,21 +52,18 @@ impl ArrivalPhase {
         }
     }
 
-    /// The arrival rate `offset` into this phase.
-    pub fn rate_at(&self, offset: Duration) -> f64 {
-        match self.ramp_to {
-            None => self.rate,
-            Some(end) => {
-                let progress = (offset.as_secs_f64() / self.duration.as_secs_f64()).clamp(0.0, 1.0);
-                self.rate + (end - self.rate) * progress
-            }
+    /// The phase as a piece of a schedule.
+    pub fn piece(&self) -> crate::Piece {
+        crate::Piece {
+            duration: self.duration,
+            from: self.rate,
+            to: self.ramp_to.unwrap_or(self.rate),
         }
     }
 
-    /// The expected number of arrivals in the whole phase.
-    pub fn expected_arrivals(&self) -> f64 {
-        let end = self.ramp_to.unwrap_or(self.rate);
-        (self.rate + end) / 2.0 * self.duration.as_secs_f64()
+    /// The arrival rate `offset` into this phase.
+    pub fn rate_at(&self, offset: Duration) -> f64 {
+        self.piece().value_at(offset)
     }
 }
 
@@ -387,8 +384,8 @@ mod tests {
     fn ramps_interpolate_and_stop_times_add_up() {
         let p = phase(10, 10.0, Some(30.0));
         assert_eq!(p.rate_at(Duration::from_secs(5)), 20.0);
-        assert_eq!(p.expected_arrivals(), 200.0);
         let w = open(vec![p, phase(5, 1.0, None)]);
+        assert_eq!(w.arrival_schedule().unwrap().total(), 205.0);
         assert_eq!(w.duration(), Some(Duration::from_secs(15)));
         assert_eq!(w.hard_stop(), Some(Duration::from_secs(17)));
         assert_eq!(w.vus(), None);

@@ -25,6 +25,7 @@ pub fn run_info(meta: &RunMeta, trend_stats: &[Aggregation]) -> RunInfo {
         thresholds,
         trend_stats: trend_stats.to_vec(),
         request_id_prefix: meta.request_id_prefix.clone(),
+        segments: meta.segments.clone(),
     }
 }
 

@@ -27,7 +27,7 @@ pub use k6::{format_ms, K6Summary};
 pub use k6_metrics::{
     find_metric, k6_metrics, K6Metric, K6Values, MetricSummary, DEFAULT_TREND_STATS,
 };
-pub use run::render_run;
+pub use run::{render_run, segments_line};
 pub use self_check::{
     LagPercentiles, SelfCheckSummary, BUSY_MACHINE_WAIT_PERCENT, CPU_LIMIT, LAG_P99_LIMIT_US,
     STALL_SHARE_LIMIT,

@@ -89,6 +89,9 @@ pub fn render_run(summary: &Summary) -> String {
     if let Some(prefix) = &summary.request_id_prefix {
         let _ = writeln!(out, "request ids {prefix}*  (X-Request-Id header)");
     }
+    if let Some(segments) = &summary.segments {
+        let _ = writeln!(out, "{}", segments_line(segments));
+    }
 
     crate::k6::render_thresholds(&summary.k6, &mut out);
     crate::k6::render_checks(&summary.checks, &mut out);
@@ -212,10 +215,42 @@ pub fn render_run(summary: &Summary) -> String {
     out
 }
 
+/// One line on a merge of segments: how many, how far apart they started, which were
+/// untrustworthy.
+pub fn segments_line(segments: &barrage_results::MergedSegments) -> String {
+    let untrusted = if segments.untrustworthy.is_empty() {
+        "all trustworthy".to_string()
+    } else {
+        format!("untrustworthy: {}", segments.untrustworthy.join(", "))
+    };
+    format!(
+        "segments   {} merged, starts within {:.1} ms, {untrusted}",
+        segments.count,
+        segments.start_spread_ns as f64 / 1e6
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::summary::{PlannedArrivals, Summary};
+
+    #[test]
+    fn an_interrupted_run_rates_its_arrivals_over_the_time_it_ran() {
+        let (mut info, mut metrics) = crate::summary::tests::sample();
+        metrics.sessions.started = 50;
+        metrics.sessions.dropped = 0;
+        info.elapsed = std::time::Duration::from_secs(1);
+        info.planned_arrivals = Some(PlannedArrivals {
+            expected: 100.0,
+            seconds: 2.0,
+        });
+        let text = render_run(&Summary::new(&info, &metrics));
+        assert!(
+            text.contains("arrivals   planned 100 (50.0/s)  achieved 50 (50.0/s, -50.0%)"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn run_summary_has_sessions_arrivals_and_a_row_per_tag() {

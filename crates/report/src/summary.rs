@@ -28,6 +28,8 @@ pub struct RunInfo {
     pub trend_stats: Vec<barrage_plan::Aggregation>,
     /// What every `X-Request-Id` of the run starts with, when known.
     pub request_id_prefix: Option<String>,
+    /// A merge of segments: how many, and which could not be trusted.
+    pub segments: Option<barrage_results::MergedSegments>,
 }
 
 /// What an open workload planned, to compare with what was achieved.
@@ -118,6 +120,10 @@ pub struct Summary {
     /// worker and a per-worker counter in hex): grep a target's logs for it. `None` for files
     /// written before it was stored, and for merges of several runs.
     pub request_id_prefix: Option<String>,
+    /// A merge of a test's segments (`barrage merge`): how many, which were untrustworthy
+    /// and how far apart they started. Absent for a single run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments: Option<barrage_results::MergedSegments>,
     /// Requests that ended: responses plus errors.
     pub requests: u64,
     /// Requests answered with an HTTP response (any status).
@@ -238,6 +244,7 @@ impl Summary {
             interrupted: info.interrupted,
             threads: info.threads,
             request_id_prefix: info.request_id_prefix.clone(),
+            segments: info.segments.clone(),
             requests: total.requests(),
             responses,
             errors: total.error_count(),
@@ -284,11 +291,13 @@ impl Summary {
             arrivals: info.planned_arrivals.map(|planned| {
                 let achieved = metrics.sessions.started + metrics.sessions.dropped;
                 let seconds = planned.seconds.max(f64::MIN_POSITIVE);
+                // A run stopped early (Ctrl-C) had arrivals for its elapsed time only.
+                let ran = info.elapsed.as_secs_f64().clamp(f64::MIN_POSITIVE, seconds);
                 ArrivalSummary {
                     planned: planned.expected,
                     planned_per_second: planned.expected / seconds,
                     achieved,
-                    achieved_per_second: achieved as f64 / seconds,
+                    achieved_per_second: achieved as f64 / ran,
                 }
             }),
             per_second: metrics.series().seconds,
@@ -355,6 +364,7 @@ pub(crate) mod tests {
             thresholds: Vec::new(),
             trend_stats: crate::k6_metrics::DEFAULT_TREND_STATS.to_vec(),
             request_id_prefix: Some("1a2b3c4d-".into()),
+            segments: None,
         };
         (info, metrics)
     }

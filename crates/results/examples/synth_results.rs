@@ -105,6 +105,8 @@ fn main() {
         planned_arrivals: None,
         merged_from: Vec::new(),
         request_id_prefix: None,
+        segment: None,
+        segments: None,
     };
     let file = ResultsFile {
         meta,

@@ -87,6 +87,36 @@ pub struct RunMeta {
     /// it was stored, and in merges of several runs).
     #[serde(default)]
     pub request_id_prefix: Option<String>,
+    /// When the run was one segment of a test (`--segment i/N`): which, and how its start
+    /// lined up with the others'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<SegmentRun>,
+    /// A merge of segments: how many, and which could not be trusted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments: Option<MergedSegments>,
+}
+
+/// One segment's run: its place in the test and its start against the planned one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentRun {
+    pub index: u64,
+    pub count: u64,
+    /// The wall-clock start asked for (`--start-at`).
+    pub start_at_unix_ns: Option<u64>,
+    /// The actual start minus the one asked for (nanoseconds; negative: early).
+    pub start_offset_ns: Option<i64>,
+    /// The kernel's clock source on the generator (`/sys/.../current_clocksource`).
+    pub clock_source: Option<String>,
+}
+
+/// What a merge of segments was made of.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergedSegments {
+    pub count: u64,
+    /// Segments (`i/N`) whose generator self-check failed.
+    pub untrustworthy: Vec<String>,
+    /// The largest difference between the segments' starts (nanoseconds).
+    pub start_spread_ns: u64,
 }
 
 impl RunMeta {

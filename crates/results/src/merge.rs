@@ -12,6 +12,7 @@ pub fn merge(parts: &[ResultsFile], names: &[String]) -> Result<ResultsFile, Res
     let (first, rest) = parts
         .split_first()
         .ok_or_else(|| ResultsError::Incompatible("no files to merge".into()))?;
+    check_segments(parts, names)?;
     let mut merged = ResultsFile {
         meta: first.meta.clone(),
         metrics: first.metrics.clone(),
@@ -69,5 +70,82 @@ pub fn merge(parts: &[ResultsFile], names: &[String]) -> Result<ResultsFile, Res
         .unwrap_or(0)
         .max(span);
     m.merged_from = names.to_vec();
+    if first.meta.segment.is_some() {
+        let starts = parts.iter().map(|p| p.meta.started_at_unix_ns);
+        let spread = starts.clone().max().unwrap_or(0) - starts.min().unwrap_or(0);
+        m.segments = Some(crate::MergedSegments {
+            count: parts.len() as u64,
+            untrustworthy: Vec::new(),
+            start_spread_ns: spread,
+        });
+        m.segment = None;
+        // A merge is one run of the whole test: its plan is the segments' without the
+        // segment.
+        if let Some(options) = m.plan.get_mut("options").and_then(|o| o.as_object_mut()) {
+            options.remove("segment");
+        }
+    }
     Ok(merged)
+}
+
+/// The plan a segment ran, without its segment (what every segment of one test shares).
+fn plan_of_test(file: &ResultsFile) -> serde_json::Value {
+    let mut plan = file.meta.plan.clone();
+    if let Some(options) = plan.get_mut("options").and_then(|o| o.as_object_mut()) {
+        options.remove("segment");
+    }
+    plan
+}
+
+/// Segments merge only with segments of the same test: the same plan, the same number of
+/// segments, each segment once.
+fn check_segments(parts: &[ResultsFile], names: &[String]) -> Result<(), ResultsError> {
+    let name = |i: usize| names.get(i).map_or("a file", String::as_str).to_string();
+    let Some(first) = parts.iter().position(|p| p.meta.segment.is_some()) else {
+        return Ok(());
+    };
+    let reference = parts[first].meta.segment.as_ref().map(|s| s.count);
+    let plan = plan_of_test(&parts[first]);
+    let mut seen: Vec<Option<usize>> = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        let Some(segment) = &part.meta.segment else {
+            return Err(ResultsError::Incompatible(format!(
+                "{} is not a segment, {} is (merge the segments of one test)",
+                name(i),
+                name(first)
+            )));
+        };
+        if Some(segment.count) != reference {
+            return Err(ResultsError::Incompatible(format!(
+                "{} is segment {}/{}, {} one of {:?} (segments of different splits)",
+                name(i),
+                segment.index,
+                segment.count,
+                name(first),
+                reference.unwrap_or(0)
+            )));
+        }
+        if plan_of_test(part) != plan {
+            return Err(ResultsError::Incompatible(format!(
+                "{} ran another plan than {} (not segments of one test)",
+                name(i),
+                name(first)
+            )));
+        }
+        let index = segment.index as usize;
+        if seen.len() <= index {
+            seen.resize(index + 1, None);
+        }
+        if let Some(earlier) = seen[index] {
+            return Err(ResultsError::Incompatible(format!(
+                "{} and {} are both segment {}/{} (overlapping segments)",
+                name(earlier),
+                name(i),
+                segment.index,
+                segment.count
+            )));
+        }
+        seen[index] = Some(i);
+    }
+    Ok(())
 }

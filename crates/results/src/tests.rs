@@ -64,6 +64,8 @@ fn meta(tags: usize) -> RunMeta {
         }),
         merged_from: Vec::new(),
         request_id_prefix: Some("1a2b3c4d-".into()),
+        segment: None,
+        segments: None,
     }
 }
 

@@ -25,6 +25,8 @@ const TEST_OPTIONS: &[&str] = &[
     "compression",
     "threads",
     "seed",
+    "maxBody",
+    "maxResponseHeaders",
     "cluster",
     "dumptraffic",
 ];
@@ -450,6 +452,20 @@ impl Definition {
                 "keepAlive" => options.keep_alive = a.bool(v, key)?,
                 "compression" => options.compression = a.bool(v, key)?,
                 "threads" => options.threads = Some(a.integer(v, key, 1, 4096)? as usize),
+                "maxBody" => {
+                    options.limits.max_body = match v {
+                        JsVal::Str(text) => barrage_plan::ResponseLimits::parse_max_body(text)
+                            .map_err(|e| a.err(format_args!("`{key}`: {e}")))?,
+                        other => {
+                            let range = barrage_plan::ResponseLimits::MAX_BODY_RANGE;
+                            a.integer(other, key, *range.start() as i64, *range.end() as i64)?
+                                as u64
+                        }
+                    }
+                }
+                "maxResponseHeaders" => {
+                    options.limits.max_headers = a.integer(v, key, 1, 65_536)? as u32;
+                }
                 // StormForger's cloud settings: a local run has no cluster to size and no
                 // traffic dump; accepted so its test cases plan, and said so.
                 "cluster" | "dumptraffic" => self.warnings.push(format!(

@@ -3,11 +3,9 @@
 
 use crate::error::{Location, ScriptError};
 use crate::jsval::JsVal;
-use rquickjs::context::EvalOptions;
+use crate::runtime::{bounded_runtime, describe_thrown, script_options, Deadline};
 use rquickjs::convert::Coerced;
-use rquickjs::{Context, Ctx, Function, Module, Object, Runtime, Type, Value};
-use std::cell::Cell;
-use std::rc::Rc;
+use rquickjs::{Context, Ctx, Function, Module, Object, Type, Value};
 use std::time::{Duration, Instant};
 
 const PRELUDE: &str = include_str!("prelude.js");
@@ -92,16 +90,9 @@ pub(crate) fn evaluate_with(
     limit: Duration,
     inputs: &ScriptInputs,
 ) -> Result<Record, ScriptError> {
-    let runtime = Runtime::new().map_err(|e| engine(file, e))?;
-    runtime.set_memory_limit(MEMORY_LIMIT);
-    let timed_out = Rc::new(Cell::new(false));
-    let flag = Rc::clone(&timed_out);
-    let deadline = Instant::now() + limit;
-    runtime.set_interrupt_handler(Some(Box::new(move || {
-        let late = Instant::now() >= deadline;
-        flag.set(flag.get() || late);
-        late
-    })));
+    let deadline = Deadline::default();
+    deadline.set(Some(Instant::now() + limit));
+    let runtime = bounded_runtime(MEMORY_LIMIT, &deadline).map_err(|e| engine(file, e))?;
     let modules = crate::modules::Modules::new(file);
     runtime.set_loader(modules.resolver(), modules.loader());
     let context = Context::full(&runtime).map_err(|e| engine(file, e))?;
@@ -113,7 +104,7 @@ pub(crate) fn evaluate_with(
             let files = modules.files();
             let files: Vec<&str> = files.iter().map(String::as_str).collect();
             match error {
-                rquickjs::Error::Exception => exception(&ctx, &files, timed_out.get(), limit),
+                rquickjs::Error::Exception => exception(&ctx, &files, deadline.hit(), limit),
                 other => engine(file, other),
             }
         };
@@ -145,7 +136,7 @@ pub(crate) fn evaluate_with(
             ctx.eval_with_options::<Value, _>(source, options(file))
                 .map_err(fail)?;
         }
-        if timed_out.get() {
+        if deadline.hit() {
             return Err(ScriptError::Timeout {
                 location: Location::file(file),
                 limit,
@@ -169,51 +160,30 @@ fn is_module(file: &str, source: &str) -> bool {
         })
 }
 
-fn options(file: &str) -> EvalOptions {
-    let mut options = EvalOptions::default();
-    options.global = true;
-    options.strict = false;
-    options.filename = Some(file.to_string());
-    options
+fn options(file: &str) -> rquickjs::context::EvalOptions {
+    script_options(file)
 }
 
 /// The pending exception as an error located at its innermost frame in the script's files.
 fn exception(ctx: &Ctx<'_>, files: &[&str], timed_out: bool, limit: Duration) -> ScriptError {
-    let file = files[0];
     let thrown = ctx.catch();
-    let Some(object) = thrown.as_object().filter(|_| thrown.is_error()) else {
-        let text = thrown
-            .get::<Coerced<String>>()
-            .map_or_else(|_| "?".to_string(), |c| c.0);
-        if timed_out {
-            return ScriptError::Timeout {
-                location: Location::file(file),
-                limit,
-            };
-        }
-        return ScriptError::js(Location::file(file), &format!("uncaught exception: {text}"));
-    };
-    let text = |key: &str| -> String {
-        object
-            .get::<_, Option<Coerced<String>>>(key)
-            .ok()
-            .flatten()
-            .map_or_else(String::new, |c| c.0)
-    };
-    let location = Location::from_stack(files, &text("stack"));
+    let (location, message) = describe_thrown(&thrown, files);
     if timed_out {
         return ScriptError::Timeout { location, limit };
     }
-    let message = text("message");
-    if object.get::<_, Option<bool>>("barrageDsl").ok().flatten() == Some(true) {
+    let dsl = thrown.as_object().filter(|_| thrown.is_error());
+    if dsl.and_then(|o| o.get::<_, Option<bool>>("barrageDsl").ok().flatten()) == Some(true) {
+        // The DSL's own errors carry their message without the `Error: ` name.
+        let message = dsl
+            .and_then(|o| {
+                o.get::<_, Option<Coerced<String>>>("message")
+                    .ok()
+                    .flatten()
+            })
+            .map_or(message, |c| c.0);
         return ScriptError::dsl(&location, message);
     }
-    let name = text("name");
-    if name.is_empty() {
-        ScriptError::js(location, &message)
-    } else {
-        ScriptError::js(location, &format!("{name}: {message}"))
-    }
+    ScriptError::js(location, &message)
 }
 
 /// Copies a (plain, snapshotted) JavaScript value.

@@ -24,6 +24,7 @@ mod modules;
 mod nfr;
 mod protocol;
 mod request;
+pub mod runtime;
 mod steps;
 mod value;
 mod workload;

@@ -5,12 +5,15 @@
 //! `/bytes/<n>`, `/echo`) and understands behaviour-changing query parameters on
 //! every endpoint (`delay`, `status`, `size`, `fail`, `close`, `stall`/`stall_every`).
 //! See [`routes`](crate::routes) and [`params`](crate::params) for the exact behaviour.
+//! Under `/chaos/` it misbehaves on purpose (resets, stalls, endless bodies, broken
+//! framing, gzip bombs, HTTP/2 GOAWAY and garbage): see [`chaos`](crate::chaos).
 //!
 //! Two entry points:
 //! - [`spawn`] runs the server on its own background threads and tokio runtime and
 //!   returns a [`RunningTarget`] handle (used by `barrage demo` and tests);
 //! - [`serve_blocking`] runs it on the calling thread until Ctrl-C (used by `barrage target`).
 
+mod chaos;
 mod echo;
 mod httpbin;
 mod params;

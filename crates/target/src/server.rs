@@ -10,6 +10,13 @@ use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::runtime::Runtime;
 
+use bytes::Bytes;
+use http_body_util::{Either, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+
+use crate::chaos::served::{ChaosBody, ChaosControl, ChaosIo};
+use crate::chaos::{self, Chaos};
 use crate::routes::{self, State};
 use crate::{Protocols, TargetConfig, TargetError};
 use tokio_rustls::TlsAcceptor;
@@ -92,26 +99,72 @@ pub(crate) async fn accept_loop(listener: TcpListener, state: Arc<State>, servin
         let state = Arc::clone(&state);
         let builder = Arc::clone(&builder);
         let tls = serving.tls.clone();
+        let protocols = serving.protocols;
         tokio::spawn(async move {
-            let service = service_fn(move |req| routes::handle(Arc::clone(&state), req));
+            let control = Arc::new(ChaosControl::default());
+            let service = {
+                let control = Arc::clone(&control);
+                service_fn(move |req| dispatch(Arc::clone(&state), Arc::clone(&control), req))
+            };
             // Errors here are client disconnects, failed handshakes, protocol errors or a
             // deliberate `close=1`; the connection is simply gone either way.
             match tls {
                 None => {
-                    let _ = builder
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    if protocols != Protocols::Http2Only && first_request_is_chaos(&stream).await {
+                        chaos::raw::serve(stream).await;
+                        return;
+                    }
+                    let io = ChaosIo::new(stream, control);
+                    let _ = builder.serve_connection(TokioIo::new(io), service).await;
                 }
                 Some(acceptor) => {
                     if let Ok(stream) = acceptor.accept(stream).await {
-                        let _ = builder
-                            .serve_connection(TokioIo::new(stream), service)
-                            .await;
+                        let io = ChaosIo::new(stream, control);
+                        let _ = builder.serve_connection(TokioIo::new(io), service).await;
                     }
                 }
             }
         });
     }
+}
+
+/// A response body of either kind: the endpoints' whole bodies, or a chaos body.
+type AnyBody = Either<Full<Bytes>, ChaosBody>;
+
+/// Chaos paths to the chaos responder, everything else to the routes.
+async fn dispatch(
+    state: Arc<State>,
+    control: Arc<ChaosControl>,
+    req: Request<Incoming>,
+) -> Result<Response<AnyBody>, routes::CloseConnection> {
+    if let Some(chaos) = Chaos::parse(req.uri().path(), req.uri().query()) {
+        let h2 = req.version() == hyper::Version::HTTP_2;
+        return Ok(chaos::served::respond(chaos, &control, h2)
+            .await
+            .map(Either::Right));
+    }
+    routes::handle(state, req)
+        .await
+        .map(|response| response.map(Either::Left))
+}
+
+/// Whether a cleartext connection's first request is for a chaos path (then the raw
+/// HTTP/1.1 chaos responder serves it). Peeks, so hyper still reads every byte otherwise.
+async fn first_request_is_chaos(stream: &tokio::net::TcpStream) -> bool {
+    let mut buf = [0u8; 32];
+    for _ in 0..50 {
+        let n = match stream.peek(&mut buf).await {
+            Ok(n) if n > 0 => n,
+            _ => return false,
+        };
+        match chaos::raw::is_chaos_request(&buf[..n]) {
+            Some(yes) => return yes,
+            None if n == buf.len() => return false,
+            // A request line split across segments: wait for the rest (rare).
+            None => tokio::time::sleep(Duration::from_millis(2)).await,
+        }
+    }
+    false
 }
 
 /// HTTP/1.1 with keep-alive, plus HTTP/2 detected from its preface (h2c prior knowledge, or

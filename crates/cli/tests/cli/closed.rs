@@ -315,6 +315,10 @@ fn vu_overrides_replace_the_workload_and_bad_values_name_the_flag() {
             "error: --vus: `0` must be a whole number",
         ),
         (&["--vus", "many"][..], "error: --vus: `many`"),
+        (
+            &["--vus", "-1"][..],
+            "error: --vus: `-1` must be a whole number from 1 to 1000000",
+        ),
         (&["--duration", "5 parsecs"][..], "error: --duration: "),
         (
             &["--stages", "30s=100"][..],

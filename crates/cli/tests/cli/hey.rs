@@ -741,9 +741,10 @@ fn x_sends_requests_through_an_http_proxy_and_https_through_connect() {
         );
         assert_eq!(auth, &None);
     }
-    // A proxy that is not there: counted connection errors, not a crash.
+    // A proxy that is not there: counted connection errors, not a crash (and, as no request
+    // got a response, exit 1).
     let closed = format!("127.0.0.1:{}", closed_port());
-    let s = quick_json(
+    let s = quick_json_unanswered(
         &["-n", "2", "-c", "1", "-x", &closed, &plain.url("/get")],
         LIMIT,
     );

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Writes the heartbeat scenario (and its CSV) aimed at `target`, returns the script path.
-fn heartbeat_script(target: &Target, rate: u32, seconds: u32) -> PathBuf {
+pub(crate) fn heartbeat_script(target: &Target, rate: u32, seconds: u32) -> PathBuf {
     let csv = scratch_file(
         "channels.csv",
         b"id,name\n1,news\n2,sports\n3,movies\n4,kids\n",
@@ -304,4 +304,40 @@ fn requests_past_the_timeout_are_counted_and_the_run_completes() {
     assert_eq!(u(fast, "errors"), 0, "{s:#}");
     assert_eq!(u(&s["errors_by_kind"], "timeout"), requests, "{s:#}");
     assert_eq!(u(&s["sessions"], "completed"), u(&s["sessions"], "started"));
+}
+
+#[test]
+fn sessions_that_cannot_end_stop_at_the_end_of_the_test() {
+    let target = Target::start();
+    // A 30 s grace period, and a session that loops for ever (a wait long enough that the
+    // loop's head is not where it notices): it must stop when the test ends, not 30 s later.
+    let script = script_at(
+        "for_ever.js",
+        &format!("http://{}", target.addr),
+        5,
+        "{ timeout: 5, gracePeriod: 30 }",
+        r#"definition.session("ever", function (session) {
+  session.get("/health", { tag: "first" });
+  session.forEver(function (s) {
+    s.get("/health", { tag: "loop" });
+    s.wait(5);
+  });
+});
+"#,
+    );
+    for extra in [&[][..], &["--duration", "2s"][..]] {
+        let started = std::time::Instant::now();
+        let s = run_summary(&script, extra);
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(8), "{extra:?}: {took:?}");
+        let sessions = &s["sessions"];
+        assert!(u(sessions, "started") > 0, "{extra:?}: {sessions:#}");
+        assert_eq!(
+            u(sessions, "interrupted"),
+            u(sessions, "started"),
+            "{extra:?}: cut off, neither completed nor failed: {sessions:#}"
+        );
+        assert!(u(tag(&s, "loop"), "requests") > 0, "{extra:?}: {s:#}");
+        assert_eq!(u(tag(&s, "loop"), "errors"), 0, "{extra:?}: {s:#}");
+    }
 }

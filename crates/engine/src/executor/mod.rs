@@ -12,7 +12,7 @@ mod ramping_vus;
 mod vu;
 
 use crate::worker::Worker;
-use barrage_plan::{RampingVus, VuStage, Workload};
+use barrage_plan::{RampingVus, Segment, VuStage, Workload};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -70,17 +70,25 @@ fn split_proportionally(n: u64, weights: &[u64]) -> Vec<u64> {
     shares
 }
 
-/// Splits the workload over at most `threads` workers (never more workers than clients).
-pub(crate) fn assign(workload: &Workload, threads: usize) -> Vec<Share> {
+/// Splits this process's segment of the workload over at most `threads` workers (never
+/// more workers than clients). Counts (VUs, iteration budgets, clients) are the segment's
+/// striped share, split over the workers; rates are the segment's fraction; run-wide
+/// sequences (slots, arrival-rate iterations) are dealt to segment `i` of `N` as `k ≡ i (mod
+/// N)`, then round-robin to its workers.
+pub(crate) fn assign(workload: &Workload, threads: usize, segment: Segment) -> Vec<Share> {
     let clients = match workload {
-        Workload::OpenArrivals(open) => open.max_clients.unwrap_or(u64::MAX),
-        Workload::ArrivalPool(pool) => pool.max_vus,
-        other => other.vus().unwrap_or(1),
+        Workload::OpenArrivals(open) => open.max_clients.map_or(u64::MAX, |m| segment.share(m)),
+        Workload::ArrivalPool(pool) => segment.share(pool.max_vus),
+        other => segment.share(other.vus().unwrap_or(1)),
     };
     let workers = (threads.max(1) as u64).min(clients.max(1)) as usize;
+    let stripe = |i: usize| segment.stripe(i as u64, workers as u64);
     match workload {
         Workload::OpenArrivals(open) => {
-            let max_per_worker = open.max_clients.map(|max| split_evenly(max, workers));
+            let max_per_worker = open
+                .max_clients
+                .map(|max| split_evenly(segment.share(max), workers));
+            let fraction = segment.fraction() / workers as f64;
             (0..workers)
                 .map(|i| Share {
                     assignment: Assignment::Open(ArrivalShare {
@@ -90,8 +98,8 @@ pub(crate) fn assign(workload: &Workload, threads: usize) -> Vec<Share> {
                             .map(|p| {
                                 barrage_plan::ArrivalPhase::new(
                                     p.duration,
-                                    p.rate / workers as f64,
-                                    p.ramp_to.map(|r| r / workers as f64),
+                                    p.rate * fraction,
+                                    p.ramp_to.map(|r| r * fraction),
                                 )
                             })
                             .collect(),
@@ -110,8 +118,9 @@ pub(crate) fn assign(workload: &Workload, threads: usize) -> Vec<Share> {
                 Workload::SharedIterations(shared) => (shared.vus, Some(shared.iterations)),
                 _ => unreachable!("matched above"),
             };
-            let vus_per_worker = split_evenly(vus, workers);
-            let budgets = iterations.map(|n| split_proportionally(n, &vus_per_worker));
+            let vus_per_worker = split_evenly(segment.share(vus), workers);
+            let budgets =
+                iterations.map(|n| split_proportionally(segment.share(n), &vus_per_worker));
             vus_per_worker
                 .iter()
                 .enumerate()
@@ -123,20 +132,23 @@ pub(crate) fn assign(workload: &Workload, threads: usize) -> Vec<Share> {
         }
         Workload::ArrivalRate(rate) => {
             let limit = rate.iterations.filter(|_| rate.duration.is_none());
-            split_evenly(rate.vus, workers)
+            split_evenly(segment.share(rate.vus), workers)
                 .iter()
                 .enumerate()
-                .map(|(i, &vus)| Share {
-                    assignment: Assignment::ArrivalRate {
-                        vus,
-                        schedule: SlotSchedule {
-                            first_slot: i as u64,
-                            stride: workers as u64,
-                            rate_per_second: rate.rate_per_second,
-                            limit,
+                .map(|(i, &vus)| {
+                    let (first_slot, stride) = stripe(i);
+                    Share {
+                        assignment: Assignment::ArrivalRate {
+                            vus,
+                            schedule: SlotSchedule {
+                                first_slot,
+                                stride,
+                                rate_per_second: rate.rate_per_second,
+                                limit,
+                            },
                         },
-                    },
-                    iterations: None,
+                        iterations: None,
+                    }
                 })
                 .collect()
         }
@@ -158,6 +170,7 @@ pub(crate) fn assign(workload: &Workload, threads: usize) -> Vec<Share> {
                 .map(|i| Share {
                     assignment: Assignment::RampingVus(RampShare {
                         ramp: ramp.clone(),
+                        segment,
                         worker: i as u64,
                         workers: workers as u64,
                     }),
@@ -165,7 +178,7 @@ pub(crate) fn assign(workload: &Workload, threads: usize) -> Vec<Share> {
                 })
                 .collect()
         }
-        Workload::PerVuIterations(per_vu) => split_evenly(per_vu.vus, workers)
+        Workload::PerVuIterations(per_vu) => split_evenly(segment.share(per_vu.vus), workers)
             .into_iter()
             .map(|vus| Share {
                 assignment: Assignment::PerVuIterations {
@@ -176,18 +189,21 @@ pub(crate) fn assign(workload: &Workload, threads: usize) -> Vec<Share> {
             })
             .collect(),
         Workload::ArrivalPool(pool) => {
-            let pre = split_evenly(pool.pre_allocated_vus, workers);
-            let max = split_evenly(pool.max_vus, workers);
+            let pre = split_evenly(segment.share(pool.pre_allocated_vus), workers);
+            let max = split_evenly(segment.share(pool.max_vus), workers);
             (0..workers)
-                .map(|i| Share {
-                    assignment: Assignment::ArrivalPool(PoolShare {
-                        pool: pool.clone(),
-                        first: i as u64,
-                        stride: workers as u64,
-                        pre_allocated: pre[i],
-                        max_vus: max[i],
-                    }),
-                    iterations: None,
+                .map(|i| {
+                    let (first, stride) = stripe(i);
+                    Share {
+                        assignment: Assignment::ArrivalPool(PoolShare {
+                            pool: pool.clone(),
+                            first,
+                            stride,
+                            pre_allocated: pre[i],
+                            max_vus: max[i],
+                        }),
+                        iterations: None,
+                    }
                 })
                 .collect()
         }
@@ -235,7 +251,7 @@ mod tests {
             duration: None,
             iterations: Some(100),
         });
-        let shares = assign(&w, 2);
+        let shares = assign(&w, 2, Segment::WHOLE);
         assert_eq!(shares.len(), 2);
         assert_eq!(shares[0].assignment, Assignment::Closed { vus: 2 });
         assert_eq!(
@@ -247,7 +263,7 @@ mod tests {
             duration: None,
             iterations: Some(5),
         });
-        assert_eq!(assign(&w, 8).len(), 1);
+        assert_eq!(assign(&w, 8, Segment::WHOLE).len(), 1);
     }
 
     #[test]
@@ -258,7 +274,7 @@ mod tests {
             duration: None,
             iterations: Some(9),
         });
-        let shares = assign(&w, 2);
+        let shares = assign(&w, 2, Segment::WHOLE);
         let slots: Vec<(u64, u64)> = shares
             .iter()
             .map(|s| match &s.assignment {
@@ -268,5 +284,75 @@ mod tests {
             .collect();
         assert_eq!(slots, vec![(0, 2), (1, 2)]);
         assert_eq!(slot_offset(50, 100.0), Duration::from_millis(500));
+    }
+
+    fn segments(count: u64) -> impl Iterator<Item = Segment> {
+        (0..count).map(move |index| Segment { index, count })
+    }
+
+    #[test]
+    fn segments_together_run_exactly_the_whole_workload() {
+        let closed = Workload::ClosedVus(ClosedVus {
+            vus: 10,
+            duration: None,
+            iterations: Some(101),
+        });
+        let (mut vus, mut budget) = (0, 0);
+        for segment in segments(4) {
+            for share in assign(&closed, 3, segment) {
+                let Assignment::Closed { vus: v } = share.assignment else {
+                    panic!("{share:?}")
+                };
+                vus += v;
+                budget += share.iterations.unwrap();
+            }
+        }
+        assert_eq!((vus, budget), (10, 101));
+
+        // Paced slots: every slot of the run belongs to exactly one worker of one segment.
+        let paced = Workload::ArrivalRate(ArrivalRate {
+            rate_per_second: 100.0,
+            vus: 8,
+            duration: None,
+            iterations: Some(50),
+        });
+        let mut slots = Vec::new();
+        for segment in segments(3) {
+            for share in assign(&paced, 2, segment) {
+                let Assignment::ArrivalRate { schedule, .. } = share.assignment else {
+                    panic!("{share:?}")
+                };
+                slots.extend(
+                    (schedule.first_slot..schedule.limit.unwrap())
+                        .step_by(schedule.stride as usize),
+                );
+            }
+        }
+        slots.sort_unstable();
+        assert_eq!(slots, (0..50).collect::<Vec<_>>());
+
+        // Ramping VUs: the segments' workers' shares sum to the target at every value.
+        let ramp = Workload::RampingVus(RampingVus {
+            start_vus: 0,
+            stages: vec![VuStage {
+                duration: Duration::from_secs(10),
+                target: 37,
+            }],
+            graceful_stop: Duration::ZERO,
+            graceful_ramp_down: Duration::ZERO,
+        });
+        let shares: Vec<RampShare> = segments(4)
+            .flat_map(|segment| assign(&ramp, 2, segment))
+            .map(|share| match share.assignment {
+                Assignment::RampingVus(r) => r,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        for target in 0..=37 {
+            assert_eq!(
+                shares.iter().map(|s| s.share_of(target)).sum::<u64>(),
+                target
+            );
+        }
     }
 }

@@ -9,7 +9,7 @@
 
 use super::vu::{wait_until, VirtualUser};
 use crate::worker::Worker;
-use barrage_plan::RampingVus;
+use barrage_plan::{RampingVus, Segment};
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -22,13 +22,17 @@ const CONTROL_TICK: Duration = Duration::from_millis(20);
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RampShare {
     pub ramp: RampingVus,
+    /// The process's segment: its striped share of the run-wide target is what its workers
+    /// split (so N segments' VUs sum to the target at every instant).
+    pub segment: Segment,
     pub worker: u64,
     pub workers: u64,
 }
 
 impl RampShare {
-    /// This worker's share of `total` VUs.
+    /// This worker's share of `total` VUs (run-wide).
     pub(crate) fn share_of(&self, total: u64) -> u64 {
+        let total = self.segment.share(total);
         total / self.workers + u64::from(self.worker < total % self.workers)
     }
 }
@@ -139,6 +143,7 @@ mod tests {
                 .map(|worker| {
                     RampShare {
                         ramp: ramp.clone(),
+                        segment: Segment::WHOLE,
                         worker,
                         workers: 3,
                     }

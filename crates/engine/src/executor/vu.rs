@@ -3,6 +3,7 @@
 //! waiting on a worker-local value that changes.
 
 use crate::client::Client;
+use crate::scripted::ScriptedVu;
 use crate::worker::Worker;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -10,6 +11,9 @@ use tokio::sync::Notify;
 /// A virtual user: runs iterations back to back on one client.
 pub(crate) struct VirtualUser {
     pub(crate) client: Client,
+    /// Scripted runs: the VU's script, created on its first iteration (`Err`: creating it
+    /// failed, every iteration then fails at once).
+    scripted: Option<Result<Box<dyn ScriptedVu>, ()>>,
     iterations: u32,
     busy: Duration,
 }
@@ -18,6 +22,7 @@ impl VirtualUser {
     pub(crate) fn new(worker: &Worker) -> Self {
         Self {
             client: Client::new(worker),
+            scripted: None,
             iterations: 0,
             busy: Duration::ZERO,
         }
@@ -37,10 +42,9 @@ impl VirtualUser {
     /// Runs one iteration starting `now` (counted as started here); returns when it ended
     /// (a VU looping back to back starts its next one then).
     pub(crate) async fn iterate(&mut self, worker: &Worker, now: Instant) -> Instant {
-        let session = worker.run.plan.pick_session(&mut self.client.rng);
         worker.session_started(now);
         self.client.expected_interval = Some(self.expected_interval());
-        let ended = self.client.run_iteration(worker, session, now).await;
+        let ended = self.run(worker, now).await;
         if self.iterations < u32::MAX {
             self.iterations += 1;
             self.busy += ended.saturating_duration_since(now);
@@ -51,10 +55,34 @@ impl VirtualUser {
     /// Runs one iteration scheduled for `due` (an arrival): latency counts from `due`, and no
     /// correction applies since the schedule does not wait for responses.
     pub(crate) async fn iterate_from(&mut self, worker: &Worker, due: Instant) {
-        let session = worker.run.plan.pick_session(&mut self.client.rng);
         worker.session_started(due);
         self.client.expected_interval = None;
-        self.client.run_iteration(worker, session, due).await;
+        self.run(worker, due).await;
+    }
+
+    /// One iteration: the script's when the run is scripted, else a session of the plan.
+    async fn run(&mut self, worker: &Worker, start: Instant) -> Instant {
+        let Some(factory) = &worker.run.control.scripted else {
+            let session = worker.run.plan.pick_session(&mut self.client.rng);
+            return self.client.run_iteration(worker, session, start).await;
+        };
+        let scripted = self.scripted.get_or_insert_with(|| {
+            factory
+                .create()
+                .map_err(|problem| eprintln!("barrage: a VU could not start: {problem}"))
+        });
+        match scripted {
+            Ok(vu) => {
+                let iteration = u64::from(self.iterations);
+                self.client
+                    .run_scripted(worker, vu.as_mut(), iteration, start)
+                    .await
+            }
+            Err(()) => {
+                worker.session_failed();
+                Instant::now()
+            }
+        }
     }
 
     /// Called when an iteration was cut off: its connection may be mid-exchange.

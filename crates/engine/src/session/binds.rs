@@ -29,11 +29,11 @@ pub(crate) struct RowCursors {
 }
 
 impl RowCursors {
-    /// Cursors of worker `worker` of `workers`.
-    pub(crate) fn new(sources: usize, worker: usize, workers: usize) -> Self {
+    /// Cursors that pick rows `first, first + stride, ...` of the run-wide sequence.
+    pub(crate) fn new(sources: usize, first: u64, stride: u64) -> Self {
         Self {
-            next: (0..sources).map(|_| Cell::new(worker as u64)).collect(),
-            stride: workers.max(1) as u64,
+            next: (0..sources).map(|_| Cell::new(first)).collect(),
+            stride: stride.max(1),
         }
     }
 

@@ -1,20 +1,16 @@
 //! Extractions: response values stored in session variables. JSONPath (RFC 9535, first
 //! match; a string as is, anything else as its JSON text) and regular expressions (first
-//! capture group, or the whole match) read the body, decompressed first when the response
-//! says `Content-Encoding: gzip`/`deflate`/`br`; header extractions read captured header values.
+//! capture group, or the whole match) read the body, decompressed as it arrived when the
+//! response says `Content-Encoding: gzip`/`deflate`/`br`; header extractions read captured header values.
 //! Expressions are compiled with the plan. A failed extraction leaves the variable unset.
 
 use super::program::Scope;
 use super::state::SessionState;
 use super::values::VarId;
 use super::SessionProblem;
-use barrage_http::{Captured, ContentCoding};
+use barrage_http::Captured;
 use barrage_plan::{Extraction, Extractor};
-use flate2::{Decompress, FlushDecompress, Status};
 use serde_json_path::JsonPath;
-
-/// Decompressed bodies larger than this are not decoded (their extractions fail).
-const MAX_DECODED: usize = 64 * 1024 * 1024;
 
 #[derive(Debug)]
 enum Source {
@@ -58,96 +54,6 @@ pub(crate) struct Extractions {
     pub headers: Vec<String>,
     /// Whether the body must be captured.
     pub body: bool,
-}
-
-/// A worker's reusable inflater and decompression buffer.
-#[derive(Default)]
-pub(crate) struct BodyDecoder {
-    inflate: Option<Decompress>,
-    decoded: Vec<u8>,
-}
-
-impl std::fmt::Debug for BodyDecoder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BodyDecoder").finish_non_exhaustive()
-    }
-}
-
-/// Where the deflate stream of a gzip member starts (RFC 1952 header), if it is one.
-fn gzip_payload(data: &[u8]) -> Option<usize> {
-    const FHCRC: u8 = 2;
-    const FEXTRA: u8 = 4;
-    const FNAME: u8 = 8;
-    const FCOMMENT: u8 = 16;
-    if data.len() < 10 || data[..3] != [0x1f, 0x8b, 8] {
-        return None;
-    }
-    let flags = data[3];
-    let mut at = 10;
-    if flags & FEXTRA != 0 {
-        let length = usize::from(u16::from_le_bytes([*data.get(at)?, *data.get(at + 1)?]));
-        at += 2 + length;
-    }
-    for flag in [FNAME, FCOMMENT] {
-        if flags & flag != 0 {
-            at += data.get(at..)?.iter().position(|&b| b == 0)? + 1;
-        }
-    }
-    if flags & FHCRC != 0 {
-        at += 2;
-    }
-    (at <= data.len()).then_some(at)
-}
-
-/// Where the raw deflate stream of a `deflate` body starts: after a zlib header when there
-/// is one (RFC 1950), else at 0 (some servers send raw deflate).
-fn deflate_payload(data: &[u8]) -> usize {
-    match data {
-        [cmf, flg, ..] if cmf & 0x0f == 8 && (u16::from(*cmf) << 8 | u16::from(*flg)) % 31 == 0 => {
-            2
-        }
-        _ => 0,
-    }
-}
-
-impl BodyDecoder {
-    /// The body as the application sees it, or `None` if it cannot be decoded.
-    pub(crate) fn decode<'a>(&'a mut self, captured: &'a Captured) -> Option<&'a [u8]> {
-        let body = captured.body();
-        let start = match captured.coding() {
-            ContentCoding::Identity | ContentCoding::Other => return Some(body),
-            ContentCoding::Gzip => gzip_payload(body)?,
-            ContentCoding::Deflate => deflate_payload(body),
-            ContentCoding::Br => {
-                self.decoded.clear();
-                let mut reader = brotli::Decompressor::new(body, 4096);
-                let limited = std::io::Read::take(&mut reader, MAX_DECODED as u64 + 1);
-                let mut limited = limited;
-                std::io::Read::read_to_end(&mut limited, &mut self.decoded).ok()?;
-                return (self.decoded.len() <= MAX_DECODED).then_some(&self.decoded[..]);
-            }
-        };
-        let inflate = self.inflate.get_or_insert_with(|| Decompress::new(false));
-        inflate.reset(false);
-        self.decoded.clear();
-        let input = &body[start..];
-        loop {
-            self.decoded.reserve((input.len() * 2).max(256));
-            let consumed = inflate.total_in() as usize;
-            let produced = inflate.total_out();
-            let status = inflate
-                .decompress_vec(&input[consumed..], &mut self.decoded, FlushDecompress::None)
-                .ok()?;
-            if status == Status::StreamEnd {
-                return Some(&self.decoded);
-            }
-            // There was room for output, so no progress means a truncated stream.
-            let stuck = inflate.total_in() as usize == consumed && inflate.total_out() == produced;
-            if stuck || self.decoded.len() > MAX_DECODED {
-                return None;
-            }
-        }
-    }
 }
 
 impl Extractions {
@@ -206,17 +112,9 @@ impl Extractions {
     }
 
     /// Extracts from a response into `state`; returns how many extractions found nothing.
-    pub(crate) fn apply(
-        &self,
-        captured: &Captured,
-        decoder: &mut BodyDecoder,
-        state: &mut SessionState,
-    ) -> u64 {
-        let body = if self.body {
-            decoder.decode(captured)
-        } else {
-            None
-        };
+    pub(crate) fn apply(&self, captured: &Captured, state: &mut SessionState) -> u64 {
+        // Decoded as it streamed in (`barrage_http::BodySink`); `None` when it did not decode.
+        let body = if self.body { captured.body() } else { None };
         // Parsed once, on first use, for every JSONPath of the request.
         let mut json: Option<Option<serde_json::Value>> = None;
         let mut failures = 0;
@@ -296,6 +194,7 @@ mod tests {
                 headers,
                 body: true,
                 encoded_body: false,
+                max_body: barrage_http::DEFAULT_MAX_BODY,
                 into: &mut captured,
             };
             connection
@@ -386,9 +285,8 @@ mod tests {
             ),
             &extractions.headers,
         );
-        let mut decoder = BodyDecoder::default();
         state.set_text(5).push_str("stale");
-        let failures = extractions.apply(&captured, &mut decoder, &mut state);
+        let failures = extractions.apply(&captured, &mut state);
         assert_eq!(failures, 1);
         let texts: Vec<&str> = (0..6).map(|v| state.text(v)).collect();
         assert_eq!(
@@ -408,10 +306,7 @@ mod tests {
             response("Content-Encoding: deflate\r\n", &zlib),
             &extractions.headers,
         );
-        assert_eq!(
-            extractions.apply(&deflated, &mut BodyDecoder::default(), &mut state),
-            0
-        );
+        assert_eq!(extractions.apply(&deflated, &mut state), 0);
         assert_eq!(state.text(0), "zlib");
         // A corrupt gzip body fails the extraction instead of hanging or panicking.
         let corrupt = captured(
@@ -421,10 +316,7 @@ mod tests {
             ),
             &extractions.headers,
         );
-        assert_eq!(
-            extractions.apply(&corrupt, &mut BodyDecoder::default(), &mut state),
-            1
-        );
+        assert_eq!(extractions.apply(&corrupt, &mut state), 1);
         assert_eq!(state.text(0), "");
     }
 
@@ -441,19 +333,13 @@ mod tests {
             response("Content-Encoding: br\r\n", &br),
             &extractions.headers,
         );
-        assert_eq!(
-            extractions.apply(&encoded, &mut BodyDecoder::default(), &mut state),
-            0
-        );
+        assert_eq!(extractions.apply(&encoded, &mut state), 0);
         assert_eq!(state.text(0), "brotli");
         let corrupt = captured(
             response("Content-Encoding: br\r\n", b"not brotli"),
             &extractions.headers,
         );
-        assert_eq!(
-            extractions.apply(&corrupt, &mut BodyDecoder::default(), &mut state),
-            1
-        );
+        assert_eq!(extractions.apply(&corrupt, &mut state), 1);
     }
 
     #[test]

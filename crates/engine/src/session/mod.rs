@@ -17,7 +17,6 @@ pub(crate) mod values;
 use barrage_http::RequestError;
 use binds::CompiledBind;
 use checks::{CheckScratch, CompiledCheck, CompiledCondition};
-use extract::BodyDecoder;
 use program::Instr;
 use request::{BuildScratch, CompiledRequest};
 use values::CValue;
@@ -37,6 +36,8 @@ pub(crate) struct CompiledSession {
     pub samples: Vec<custom::CompiledSample>,
     /// Variables the session uses (ids `0..var_count`).
     pub var_count: usize,
+    /// Whether it has a `for_ever` loop (and so may run until the test ends).
+    pub endless: bool,
 }
 
 /// Why a session cannot be compiled (the plan-level error names the session).
@@ -83,7 +84,6 @@ pub enum SessionProblem {
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
     pub build: BuildScratch,
-    pub decode: BodyDecoder,
     pub check: CheckScratch,
     /// Text of a value being evaluated (e.g. a loop count).
     pub text: String,

@@ -6,7 +6,9 @@
 //!   `LoopStart` evaluates `n` once and jumps to *end* when it is 0, else pushes `n` on the
 //!   client's loop stack; `LoopNext` decrements the top and jumps back while it is non-zero.
 //! - `if c { body }` → `IfNot{condition, target}` · body · *target*.
-//! - `for_ever { body }` → *start*: body · `Jump(start)` (until the run is cancelled).
+//! - `for_ever { body }` → *start*: `ForEver` · body · `Jump(start)`: `ForEver` marks the
+//!   client as running until the test ends, and ends the session once the test has (a
+//!   session that cannot finish never holds the run through a grace period).
 
 use super::binds::{CompiledBind, WaitSpec};
 use super::checks::{CompiledCheck, CompiledCondition};
@@ -38,6 +40,8 @@ pub(crate) enum Instr {
         target: u32,
     },
     Jump(u32),
+    /// The head of a `for_ever` loop (see the module docs).
+    ForEver,
     /// Adds a sample to a custom metric (index into the session's samples).
     Add(u32),
 }
@@ -274,7 +278,7 @@ impl Compiler<'_, '_> {
                     if !awaits(steps) {
                         return Err(SessionProblem::SpinningForEver);
                     }
-                    let start = self.pc();
+                    let start = self.emit(Instr::ForEver) as u32;
                     self.block(steps)?;
                     self.emit(Instr::Jump(start));
                 }
@@ -303,5 +307,6 @@ pub(crate) fn compile_session(
     compiler.block(&session.steps)?;
     let mut out = compiler.out;
     out.var_count = compiler.scope.var_count();
+    out.endless = out.program.contains(&Instr::ForEver);
     Ok(out)
 }

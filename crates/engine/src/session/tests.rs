@@ -87,12 +87,13 @@ fn nested_blocks_compile_to_flat_jumps() {
             Request(2),                     // 5
             LoopNext { body: 5 },           // 6
             LoopNext { body: 2 },           // 7
-            Instr::Wait(binds::WaitSpec::Fixed(1.0)), // 8
+            Instr::ForEver,                 // 8
+            Instr::Wait(binds::WaitSpec::Fixed(1.0)), // 9
             IfNot {
                 condition: 1,
-                target: 10
-            }, // 9
-            Jump(8),                        // 10
+                target: 11
+            }, // 10
+            Jump(8),                        // 11
         ]
     );
     assert_eq!(session.requests.len(), 3);

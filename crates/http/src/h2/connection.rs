@@ -157,6 +157,11 @@ impl Conn {
                     if self.proto.failed().is_some() {
                         return;
                     }
+                    // A highly compressed body decodes slower than it arrives: after a
+                    // stretch of decoding, let the other tasks (and timeouts) have a turn.
+                    if me.is_some_and(|i| self.proto.slot_mut(i).body.should_yield()) {
+                        break;
+                    }
                 }
             }
         }

@@ -131,7 +131,7 @@ impl H2Connection {
             capture.start();
         }
         let (keep_fields, keep_body) = match capture.as_deref() {
-            Some(c) if expects_body && c.body => (true, KeepBody::Always),
+            Some(c) if expects_body && c.body => (true, KeepBody::Always(c.max_body)),
             Some(c) if expects_body && c.encoded_body => (true, KeepBody::IfEncoded),
             Some(_) => (true, KeepBody::Never),
             None => (false, KeepBody::Never),
@@ -199,10 +199,8 @@ impl H2Connection {
             for (name, value) in slot.fields() {
                 capture.header(std::str::from_utf8(name).unwrap_or(""), value);
             }
-            if let Some(sink) = capture.body_sink() {
-                // Swapped, not copied: both buffers keep their capacity for reuse.
-                std::mem::swap(sink, &mut slot.body);
-            }
+            // Swapped, not copied: both sinks keep their buffers for reuse.
+            std::mem::swap(&mut capture.into.body, &mut slot.body);
         }
         let done_at = slot.done_at.unwrap_or_else(Instant::now);
         let exchange = Exchange {

@@ -148,6 +148,7 @@ async fn sends_http1_bytes_as_http2_and_captures_the_response() {
         headers: &names,
         body: true,
         encoded_body: false,
+        max_body: 1 << 20,
         into: &mut captured,
     };
     let exchange = connection
@@ -157,7 +158,7 @@ async fn sends_http1_bytes_as_http2_and_captures_the_response() {
     assert_eq!((exchange.status, exchange.body_bytes), (200, 5));
     assert!(exchange.keep_alive);
     assert!(connection.response_started());
-    assert_eq!(captured.body(), b"hello");
+    assert_eq!(captured.body(), Some(&b"hello"[..]));
     assert_eq!(captured.header(0), Some(&b"POST"[..]));
     let again = connection
         .exchange(&request("GET", None), true, None)
@@ -242,6 +243,7 @@ async fn large_bodies_flow_both_ways_through_small_windows() {
             headers: &[],
             body: true,
             encoded_body: false,
+            max_body: 1 << 20,
             into: &mut captured,
         };
         let exchange = connection
@@ -249,7 +251,7 @@ async fn large_bodies_flow_both_ways_through_small_windows() {
             .await
             .unwrap();
         assert_eq!(exchange.body_bytes, body.len() as u64);
-        assert_eq!(captured.body(), &body[..]);
+        assert_eq!(captured.body(), Some(&body[..]));
     }
 }
 
@@ -572,6 +574,16 @@ async fn broken_frames_are_protocol_errors_not_panics() {
         (
             "first frame is not SETTINGS",
             raw_frame(frame::PING, 0, 0, &[0; 8]),
+            ErrorKind::H2Protocol,
+        ),
+        (
+            "garbage instead of the server preface",
+            b"\x17\x03\x03garbage garbage garbage".to_vec(),
+            ErrorKind::H2Protocol,
+        ),
+        (
+            "an HTTP/1.1 answer to the preface: no h2c",
+            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n".to_vec(),
             ErrorKind::H2NotOffered,
         ),
         (
@@ -628,8 +640,14 @@ async fn broken_frames_are_protocol_errors_not_panics() {
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn an_encoded_body_is_kept_for_decoding_and_an_identity_one_is_not() {
-    for (coding, kept) in [(&b"gzip"[..], &b"zz"[..]), (b"identity", b"")] {
+async fn an_encoded_body_is_decoded_as_it_streams_and_sized_decoded() {
+    let gzipped = {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(&[b'a'; 10_000]).unwrap();
+        e.finish().unwrap()
+    };
+    for (coding, decoded) in [(&b"gzip"[..], Some(10_000)), (b"identity", None)] {
         let mut reply = settings_frame();
         // 200, then content-encoding (static name 26) as a literal without indexing.
         let mut block = vec![0x88, 0x0f, 0x0b, coding.len() as u8];
@@ -640,7 +658,7 @@ async fn an_encoded_body_is_kept_for_decoding_and_an_identity_one_is_not() {
             1,
             &block,
         ));
-        reply.extend(raw_frame(frame::DATA, frame::FLAG_END_STREAM, 1, b"zz"));
+        reply.extend(raw_frame(frame::DATA, frame::FLAG_END_STREAM, 1, &gzipped));
         let addr = raw_server(reply, false).await;
         let mut connection = open(addr).await;
         let mut captured = Captured::default();
@@ -648,13 +666,43 @@ async fn an_encoded_body_is_kept_for_decoding_and_an_identity_one_is_not() {
             headers: &[],
             body: false,
             encoded_body: true,
+            max_body: 1 << 20,
             into: &mut captured,
         };
         let exchange = connection
             .exchange(&request("GET", None), true, Some(&mut capture))
             .await
             .unwrap();
-        assert_eq!(exchange.body_bytes, 2);
-        assert_eq!(captured.body(), kept, "{coding:?}");
+        assert_eq!(exchange.body_bytes, gzipped.len() as u64);
+        assert_eq!(captured.decoded_len(), decoded, "{coding:?}");
+        assert_eq!(captured.body(), None, "counted, not kept");
     }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_kept_body_past_its_limit_fails_the_stream_as_body_too_large() {
+    let mut reply = settings_frame();
+    reply.extend(raw_frame(
+        frame::HEADERS,
+        frame::FLAG_END_HEADERS,
+        1,
+        &[0x88],
+    ));
+    for _ in 0..4 {
+        reply.extend(raw_frame(frame::DATA, 0, 1, &[b'x'; 1000]));
+    }
+    let addr = raw_server(reply, false).await;
+    let mut connection = open(addr).await;
+    let mut captured = Captured::default();
+    let mut capture = Capture {
+        headers: &[],
+        body: true,
+        encoded_body: true,
+        max_body: 2500,
+        into: &mut captured,
+    };
+    let result = connection
+        .exchange(&request("GET", None), true, Some(&mut capture))
+        .await;
+    assert_eq!(result.err(), Some(ErrorKind::BodyTooLarge));
 }

@@ -189,6 +189,29 @@ pub fn configuration(meta: &RunMeta, summary: &Summary) -> String {
     if let Some(prefix) = &meta.request_id_prefix {
         rows.push(vec!["X-Request-Id".into(), format!("{prefix}*")]);
     }
+    if let Some(segments) = &summary.segments {
+        rows.push(vec![
+            "segments".into(),
+            crate::run::segments_line(segments)
+                .trim_start_matches("segments")
+                .trim()
+                .to_string(),
+        ]);
+    }
+    if let Some(segment) = &meta.segment {
+        rows.push(vec![
+            "segment".into(),
+            format!(
+                "{}/{}{}",
+                segment.index,
+                segment.count,
+                segment.start_offset_ns.map_or(String::new(), |ns| format!(
+                    ", started {:+.1} ms from --start-at",
+                    ns as f64 / 1e6
+                ))
+            ),
+        ]);
+    }
     rows.push(vec![
         "sessions".into(),
         format!(

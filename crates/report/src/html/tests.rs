@@ -49,6 +49,8 @@ pub(crate) fn sample_results() -> ResultsFile {
         }),
         merged_from: Vec::new(),
         request_id_prefix: None,
+        segment: None,
+        segments: None,
     };
     ResultsFile {
         meta,

@@ -4,7 +4,6 @@
 
 use barrage_metrics::{LatencyHistogram, RunMetrics, SecondBucket};
 use barrage_plan::Workload;
-use std::time::Duration;
 
 /// Most points a line gets; longer runs are drawn in windows of several seconds.
 const MAX_POINTS: usize = 1_200;
@@ -108,41 +107,15 @@ pub fn latency_lines(metrics: &RunMetrics) -> (LatencyLines, Vec<LatencyLines>) 
     (all_lines, tag_lines)
 }
 
-/// The planned arrival rate per second of an open workload, from the plan's phases.
+/// The planned arrival rate per second, from the plan's arrival schedule (open arrivals and
+/// arrival rates served by a pool: [`Workload::arrival_schedule`]).
 pub fn planned_arrivals(plan: &serde_json::Value, seconds: usize) -> Option<Vec<(f64, f64)>> {
     let workload: Workload = serde_json::from_value(plan.get("workload")?.clone()).ok()?;
-    let Workload::OpenArrivals(open) = workload else {
-        return None;
-    };
-    let end = open.arrivals_end().as_secs_f64();
-    let last = (end.ceil() as usize).max(seconds).min(86_400);
-    let w = window(last);
-    let rate_at = |t: f64| {
-        let mut start = 0.0;
-        for phase in &open.phases {
-            let d = phase.duration.as_secs_f64();
-            if t < start + d {
-                return phase.rate_at(Duration::from_secs_f64(t - start));
-            }
-            start += d;
-        }
-        0.0
-    };
-    Some(
-        (0..=last)
-            .step_by(w)
-            .map(|s| {
-                (
-                    s as f64,
-                    if (s as f64) < end {
-                        rate_at(s as f64)
-                    } else {
-                        0.0
-                    },
-                )
-            })
-            .collect(),
-    )
+    let schedule = workload.arrival_schedule()?;
+    let last = (schedule.end().as_secs_f64().ceil() as usize)
+        .max(seconds)
+        .min(86_400);
+    Some(schedule.per_second(last, window(last)))
 }
 
 /// `(low ms, high ms, count)` bins spaced evenly on a log scale between the fastest and the
@@ -197,6 +170,7 @@ pub fn percentile_curve(histogram: &LatencyHistogram) -> Vec<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn percentile_curve_rises_to_the_maximum() {

@@ -1,0 +1,444 @@
+//! A response body as it streams in: content-decoded on the fly (gzip, deflate, br) into a
+//! small stack buffer, its decoded size counted, and kept (decoded) only when asked, up to a
+//! limit. Nothing grows with the body unless it is kept, so an endless or bomb-like body costs
+//! CPU, never memory.
+
+use barrage_metrics::ErrorKind;
+use brotli_decompressor::{BrotliDecompressStream, BrotliResult, BrotliState, StandardAlloc};
+use flate2::{Decompress, FlushDecompress, Status};
+
+/// The default for how much of a body is kept for extractions and checks.
+pub const DEFAULT_MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// Decoded output is produced this much at a time.
+const CHUNK: usize = 8 * 1024;
+/// A gzip header (with its optional name, comment and extra field) longer than this is
+/// taken for garbage.
+const MAX_GZIP_HEADER: usize = 4 * 1024;
+
+/// How the body is encoded (`Content-Encoding`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ContentCoding {
+    #[default]
+    Identity,
+    Gzip,
+    Deflate,
+    /// Brotli (`br`).
+    Br,
+    /// A coding barrage does not decode; the body is left as it came.
+    Other,
+}
+
+impl ContentCoding {
+    pub fn parse(value: &[u8]) -> ContentCoding {
+        let value = value.trim_ascii();
+        if value.is_empty() || value.eq_ignore_ascii_case(b"identity") {
+            ContentCoding::Identity
+        } else if value.eq_ignore_ascii_case(b"gzip") || value.eq_ignore_ascii_case(b"x-gzip") {
+            ContentCoding::Gzip
+        } else if value.eq_ignore_ascii_case(b"deflate") {
+            ContentCoding::Deflate
+        } else if value.eq_ignore_ascii_case(b"br") {
+            ContentCoding::Br
+        } else {
+            ContentCoding::Other
+        }
+    }
+
+    fn decodes(self) -> bool {
+        matches!(
+            self,
+            ContentCoding::Gzip | ContentCoding::Deflate | ContentCoding::Br
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Decoding {
+    /// Collecting the gzip or zlib header (in `header`).
+    #[default]
+    Header,
+    Stream,
+    /// The compressed stream ended; anything after it is ignored.
+    Done,
+    /// Not a valid stream of its coding.
+    Failed,
+}
+
+type Brotli = BrotliState<StandardAlloc, StandardAlloc, StandardAlloc>;
+
+/// Where one response body goes. Keep one around: its buffers and inflater are reused.
+#[derive(Default)]
+pub struct BodySink {
+    keep: bool,
+    limit: usize,
+    coding: ContentCoding,
+    decoding: Decoding,
+    /// The (decoded) body, when kept.
+    body: Vec<u8>,
+    decoded: u64,
+    header: Vec<u8>,
+    inflate: Option<Box<Decompress>>,
+    /// Made per brotli body (its window is sized by the stream), dropped after it.
+    brotli: Option<Box<Brotli>>,
+    /// Decoded bytes since the caller last gave other tasks a turn.
+    unyielded: u64,
+}
+
+impl std::fmt::Debug for BodySink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BodySink")
+            .field("keep", &self.keep)
+            .field("coding", &self.coding)
+            .field("decoded", &self.decoded)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where the deflate stream of a gzip member starts (RFC 1952 header); `None` while the
+/// header is incomplete.
+fn gzip_payload(data: &[u8]) -> Option<usize> {
+    const FHCRC: u8 = 2;
+    const FEXTRA: u8 = 4;
+    const FNAME: u8 = 8;
+    const FCOMMENT: u8 = 16;
+    if data.len() < 10 {
+        return None;
+    }
+    let flags = data[3];
+    let mut at = 10;
+    if flags & FEXTRA != 0 {
+        let length = usize::from(u16::from_le_bytes([*data.get(at)?, *data.get(at + 1)?]));
+        at += 2 + length;
+    }
+    for flag in [FNAME, FCOMMENT] {
+        if flags & flag != 0 {
+            at += data.get(at..)?.iter().position(|&b| b == 0)? + 1;
+        }
+    }
+    if flags & FHCRC != 0 {
+        at += 2;
+    }
+    (at <= data.len()).then_some(at)
+}
+
+/// Whether `data` opens with a zlib header (RFC 1950); some servers send raw deflate.
+fn has_zlib_header(cmf: u8, flg: u8) -> bool {
+    cmf & 0x0f == 8 && (u16::from(cmf) << 8 | u16::from(flg)) % 31 == 0
+}
+
+impl BodySink {
+    /// Readies the sink for a new body: `keep` keeps it (decoded), at most `limit` bytes.
+    pub fn start(&mut self, keep: bool, limit: usize) {
+        self.keep = keep;
+        self.limit = limit;
+        self.coding = ContentCoding::Identity;
+        self.decoding = Decoding::Header;
+        self.body.clear();
+        self.decoded = 0;
+        self.header.clear();
+        self.brotli = None;
+    }
+
+    pub fn set_coding(&mut self, coding: ContentCoding) {
+        self.coding = coding;
+    }
+
+    pub fn coding(&self) -> ContentCoding {
+        self.coding
+    }
+
+    /// The body as the application sees it (decoded), when it was kept and could be decoded.
+    pub fn body(&self) -> Option<&[u8]> {
+        let complete = !self.coding.decodes() || self.decoding == Decoding::Done;
+        (self.keep && complete).then_some(&self.body[..])
+    }
+
+    /// The decoded size of a content-encoded body that decoded completely.
+    pub fn decoded_len(&self) -> Option<u64> {
+        (self.coding.decodes() && self.decoding == Decoding::Done).then_some(self.decoded)
+    }
+
+    /// Whether decoding has done enough work (1 MiB of output) since the last `true` that the
+    /// caller should yield: a body that compresses 1000:1 arrives faster than it decodes, and
+    /// the task reading it must still let its timeout fire.
+    pub fn should_yield(&mut self) -> bool {
+        const WORK: u64 = 1 << 20;
+        let due = self.unyielded >= WORK;
+        if due {
+            self.unyielded = 0;
+        }
+        due
+    }
+
+    /// Bytes of buffer this holds on to between bodies.
+    pub fn retained_bytes(&self) -> usize {
+        const INFLATER: usize = 48 * 1024;
+        self.body.capacity()
+            + self.header.capacity()
+            + if self.inflate.is_some() { INFLATER } else { 0 }
+    }
+
+    /// Takes the next piece of the body as framed on the wire. Past the limit of a kept body
+    /// it fails with [`ErrorKind::BodyTooLarge`].
+    pub fn push(&mut self, data: &[u8]) -> Result<(), ErrorKind> {
+        if !self.coding.decodes() {
+            self.decoded += data.len() as u64;
+            if self.keep {
+                if self.body.len() + data.len() > self.limit {
+                    return Err(ErrorKind::BodyTooLarge);
+                }
+                self.body.extend_from_slice(data);
+            }
+            return Ok(());
+        }
+        match self.decoding {
+            Decoding::Done | Decoding::Failed => Ok(()),
+            Decoding::Header => self.header(data),
+            Decoding::Stream => self.decode(data),
+        }
+    }
+
+    /// Collects the gzip or zlib header, then starts the stream after it.
+    fn header(&mut self, data: &[u8]) -> Result<(), ErrorKind> {
+        if self.coding == ContentCoding::Br {
+            self.brotli = Some(Box::new(BrotliState::new(
+                StandardAlloc::default(),
+                StandardAlloc::default(),
+                StandardAlloc::default(),
+            )));
+            self.decoding = Decoding::Stream;
+            return self.decode(data);
+        }
+        self.header.extend_from_slice(data);
+        let start = match self.coding {
+            ContentCoding::Gzip => {
+                if self
+                    .header
+                    .iter()
+                    .zip([0x1f, 0x8b, 8])
+                    .any(|(a, b)| *a != b)
+                {
+                    self.decoding = Decoding::Failed;
+                    return Ok(());
+                }
+                match gzip_payload(&self.header) {
+                    Some(start) => start,
+                    None if self.header.len() > MAX_GZIP_HEADER => {
+                        self.decoding = Decoding::Failed;
+                        return Ok(());
+                    }
+                    None => return Ok(()),
+                }
+            }
+            _ => match self.header[..] {
+                [cmf, flg, ..] => 2 * usize::from(has_zlib_header(cmf, flg)),
+                _ => return Ok(()),
+            },
+        };
+        let inflate = self
+            .inflate
+            .get_or_insert_with(|| Box::new(Decompress::new(false)));
+        inflate.reset(false);
+        self.decoding = Decoding::Stream;
+        let header = std::mem::take(&mut self.header);
+        let result = self.decode(&header[start..]);
+        self.header = header;
+        self.header.clear();
+        result
+    }
+
+    /// Decodes `input` chunk by chunk, counting (and keeping) what comes out.
+    fn decode(&mut self, mut input: &[u8]) -> Result<(), ErrorKind> {
+        let mut out = [0u8; CHUNK];
+        loop {
+            let (consumed, produced, ended) = match self.step(input, &mut out) {
+                Some(step) => step,
+                None => {
+                    self.decoding = Decoding::Failed;
+                    return Ok(());
+                }
+            };
+            input = &input[consumed..];
+            self.decoded += produced as u64;
+            self.unyielded += produced as u64;
+            if self.keep {
+                if self.body.len() + produced > self.limit {
+                    return Err(ErrorKind::BodyTooLarge);
+                }
+                self.body.extend_from_slice(&out[..produced]);
+            }
+            if ended {
+                self.decoding = Decoding::Done;
+                self.brotli = None;
+                return Ok(());
+            }
+            // Output not full and no input left: everything available came out.
+            if produced < CHUNK && input.is_empty() {
+                return Ok(());
+            }
+            if consumed == 0 && produced == 0 {
+                // Input left, room for output, and no progress: a stream that cannot go on.
+                self.decoding = Decoding::Failed;
+                return Ok(());
+            }
+        }
+    }
+
+    /// One decoder call: (input consumed, output produced, stream ended), `None` on a
+    /// corrupt stream.
+    fn step(&mut self, input: &[u8], out: &mut [u8]) -> Option<(usize, usize, bool)> {
+        if let Some(brotli) = self.brotli.as_deref_mut() {
+            let (mut available_in, mut input_offset) = (input.len(), 0);
+            let (mut available_out, mut output_offset, mut total) = (out.len(), 0, 0);
+            let result = BrotliDecompressStream(
+                &mut available_in,
+                &mut input_offset,
+                input,
+                &mut available_out,
+                &mut output_offset,
+                out,
+                &mut total,
+                brotli,
+            );
+            return match result {
+                BrotliResult::ResultFailure => None,
+                result => Some((
+                    input_offset,
+                    output_offset,
+                    matches!(result, BrotliResult::ResultSuccess),
+                )),
+            };
+        }
+        let inflate = self.inflate.as_deref_mut()?;
+        let (before_in, before_out) = (inflate.total_in(), inflate.total_out());
+        let status = inflate.decompress(input, out, FlushDecompress::None).ok()?;
+        let consumed = (inflate.total_in() - before_in) as usize;
+        let produced = (inflate.total_out() - before_out) as usize;
+        Some((consumed, produced, status == Status::StreamEnd))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn feed(
+        sink: &mut BodySink,
+        coding: ContentCoding,
+        wire: &[u8],
+        piece: usize,
+    ) -> Result<(), ErrorKind> {
+        sink.set_coding(coding);
+        for chunk in wire.chunks(piece) {
+            sink.push(chunk)?;
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn gzip_deflate_and_brotli_decode_in_pieces_of_any_size() {
+        let text: Vec<u8> = (0..100_000u32)
+            .flat_map(|i| i.to_string().into_bytes())
+            .collect();
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        zlib.write_all(&text).unwrap();
+        let zlib = zlib.finish().unwrap();
+        let mut raw = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+        raw.write_all(&text).unwrap();
+        let raw = raw.finish().unwrap();
+        let mut br = Vec::new();
+        {
+            let mut w = brotli::CompressorWriter::new(&mut br, 4096, 5, 22);
+            w.write_all(&text).unwrap();
+        }
+        let cases = [
+            (ContentCoding::Gzip, gzip(&text)),
+            (ContentCoding::Deflate, zlib),
+            (ContentCoding::Deflate, raw),
+            (ContentCoding::Br, br),
+        ];
+        let mut sink = BodySink::default();
+        for (coding, wire) in &cases {
+            for piece in [1, 7, 4096, wire.len()] {
+                sink.start(true, 1 << 20);
+                feed(&mut sink, *coding, wire, piece).unwrap();
+                assert!(
+                    sink.body() == Some(&text[..]),
+                    "{coding:?} in {piece}-byte pieces"
+                );
+                assert_eq!(sink.decoded_len(), Some(text.len() as u64));
+            }
+        }
+    }
+
+    #[test]
+    fn counting_keeps_nothing_and_a_bomb_costs_no_memory() {
+        let bomb = gzip(&vec![0u8; 64 << 20]);
+        let mut sink = BodySink::default();
+        sink.start(false, 1024);
+        feed(&mut sink, ContentCoding::Gzip, &bomb, 16 * 1024).unwrap();
+        assert_eq!(sink.decoded_len(), Some(64 << 20), "counted as decoded");
+        assert!(
+            sink.should_yield() && !sink.should_yield(),
+            "work is reported once"
+        );
+        assert_eq!(sink.body(), None);
+        assert!(
+            sink.retained_bytes() < 128 * 1024,
+            "{}",
+            sink.retained_bytes()
+        );
+    }
+
+    #[test]
+    fn a_kept_body_past_its_limit_is_too_large_encoded_or_not() {
+        let mut sink = BodySink::default();
+        sink.start(true, 1000);
+        assert_eq!(
+            feed(&mut sink, ContentCoding::Gzip, &gzip(&[b'a'; 1001]), 100),
+            Err(ErrorKind::BodyTooLarge)
+        );
+        sink.start(true, 1000);
+        assert_eq!(
+            feed(&mut sink, ContentCoding::Identity, &[b'a'; 1000], 10),
+            Ok(())
+        );
+        assert_eq!(sink.body().map(<[u8]>::len), Some(1000));
+        assert_eq!(sink.push(b"b"), Err(ErrorKind::BodyTooLarge));
+    }
+
+    #[test]
+    fn bodies_that_do_not_decode_are_neither_kept_nor_sized() {
+        let mut sink = BodySink::default();
+        for (coding, wire) in [
+            (ContentCoding::Gzip, vec![b'x'; 100_000]),
+            (
+                ContentCoding::Gzip,
+                gzip(b"truncated stream here")[..20].to_vec(),
+            ),
+            (ContentCoding::Br, vec![0xff; 10_000]),
+        ] {
+            sink.start(true, 1 << 20);
+            feed(&mut sink, coding, &wire, 333).unwrap();
+            assert_eq!(sink.body(), None, "{coding:?}");
+            assert_eq!(sink.decoded_len(), None);
+            assert!(sink.retained_bytes() < 128 * 1024);
+        }
+        sink.start(true, 10);
+        feed(&mut sink, ContentCoding::Other, b"zstd?", 2).unwrap();
+        assert_eq!(
+            sink.body(),
+            Some(&b"zstd?"[..]),
+            "an unknown coding is kept as it came"
+        );
+        assert_eq!(sink.decoded_len(), None);
+    }
+}

@@ -1,0 +1,220 @@
+//! The hostile-target suite: every chaos case of `barrage target` (`/chaos/...`) against
+//! `quick` and `run`, over HTTP/1.1 and HTTP/2 where the case applies. Each run must end on
+//! time, count its failures under the expected error kinds, and keep its peak RSS bounded.
+
+use crate::support::*;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+/// Peak RSS allowed for 20 clients against any case.
+const MAX_RSS_KIB: u64 = 100 * 1024;
+/// `-z 2s -t 1s`: a run ends by about 3 s; the rest is slack for a busy machine.
+const ON_TIME: Duration = Duration::from_secs(15);
+
+/// Runs barrage to its end, sampling its peak RSS (VmHWM) while it runs.
+fn run_measured(args: &[&str]) -> (Output, u64) {
+    let mut running = Running::spawn(args);
+    let status_file = format!("/proc/{}/status", running.pid());
+    let started = Instant::now();
+    let mut peak = 0;
+    while running.child.try_wait().expect("try_wait").is_none() && started.elapsed() < ON_TIME * 2 {
+        if let Ok(status) = std::fs::read_to_string(&status_file) {
+            if let Some(kib) = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                peak = peak.max(kib);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (running.wait(ON_TIME * 2), peak)
+}
+
+/// Checks one run: on time, bounded, and every error of an allowed kind (at least one of
+/// them when `must_fail`).
+fn check(
+    label: &str,
+    out: &Output,
+    peak_kib: u64,
+    summary: &Value,
+    allowed: &[&str],
+    must_fail: bool,
+) {
+    assert!(
+        matches!(out.code(), Some(0 | 1)),
+        "{label}: exit {:?}\n{}",
+        out.code(),
+        out.stderr
+    );
+    assert!(out.elapsed < ON_TIME, "{label}: took {:?}", out.elapsed);
+    assert!(
+        peak_kib > 0 && peak_kib <= MAX_RSS_KIB,
+        "{label}: peak RSS {peak_kib} KiB"
+    );
+    let kinds = summary["errors_by_kind"]
+        .as_object()
+        .expect("errors_by_kind");
+    for (kind, count) in kinds {
+        assert!(
+            allowed.contains(&kind.as_str()),
+            "{label}: {count} errors of kind {kind}, expected only {allowed:?}\n{summary:#}"
+        );
+    }
+    if must_fail {
+        let failed: u64 = kinds.values().filter_map(Value::as_u64).sum();
+        assert!(failed > 0, "{label}: no errors counted\n{summary:#}");
+    }
+}
+
+/// `quick -z 2s -c 20 -t 1s` against `path` (plus `extra` flags): the summary, checked.
+fn quick_case(
+    target: &Target,
+    path: &str,
+    extra: &[&str],
+    allowed: &[&str],
+    must_fail: bool,
+) -> Value {
+    let url = target.url(path);
+    let mut argv = vec!["quick", "-o", "json", "-z", "2s", "-c", "20", "-t", "1s"];
+    argv.extend_from_slice(extra);
+    argv.push(&url);
+    let (out, peak) = run_measured(&argv);
+    let summary = out.json();
+    check(
+        &format!("quick {extra:?} {path}"),
+        &out,
+        peak,
+        &summary,
+        allowed,
+        must_fail,
+    );
+    check_invariants(&summary);
+    summary
+}
+
+const TIMEOUT: &[&str] = &["timeout"];
+const CUT: &[&str] = &["reset", "closed"];
+const BAD: &[&str] = &["malformed"];
+
+#[test]
+fn quick_over_http1_classifies_every_chaos_case_within_time_and_memory() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let cases: &[(&str, &[&str], bool)] = &[
+        ("/chaos/reset", CUT, true),
+        ("/chaos/reset-mid", CUT, true),
+        ("/chaos/close", &["closed"], true),
+        ("/chaos/stall?secs=5", TIMEOUT, true),
+        ("/chaos/stall-body?secs=5", TIMEOUT, true),
+        ("/chaos/slow-body?size=100000&rate=1000", TIMEOUT, true),
+        ("/chaos/endless", TIMEOUT, true),
+        ("/chaos/endless-chunked", TIMEOUT, true),
+        ("/chaos/endless-gzip", TIMEOUT, true),
+        ("/chaos/huge-length", TIMEOUT, true),
+        ("/chaos/lying-length", &["closed"], true),
+        ("/chaos/many-headers?n=300", BAD, true),
+        ("/chaos/huge-header", BAD, true),
+        ("/chaos/malformed-status", BAD, true),
+        ("/chaos/bad-chunk", BAD, true),
+        ("/chaos/garbage", BAD, true),
+        ("/chaos/bad-gzip", &[], false),
+        ("/chaos/many-headers?n=250", &[], false),
+    ];
+    for (path, allowed, must_fail) in cases {
+        quick_case(&target, path, &[], allowed, *must_fail);
+    }
+    // A bomb is counted at its decoded size, never kept.
+    let s = quick_case(
+        &target,
+        "/chaos/gzip-bomb?size=8388608",
+        &[],
+        TIMEOUT,
+        false,
+    );
+    if u(&s, "responses") > 0 {
+        assert!(
+            u(&s, "decoded_data_bytes") >= u(&s, "responses") * 8_388_608,
+            "{s:#}"
+        );
+        assert!(
+            u(&s, "total_data_bytes") * 100 < u(&s, "decoded_data_bytes"),
+            "{s:#}"
+        );
+    }
+    // `--max-headers` lets a larger head through.
+    quick_case(
+        &target,
+        "/chaos/many-headers?n=300",
+        &["--max-headers", "400"],
+        &[],
+        false,
+    );
+}
+
+#[test]
+fn quick_over_http2_classifies_every_chaos_case_within_time_and_memory() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let h2 = &["--h2"][..];
+    let cases: &[(&str, &[&str], bool)] = &[
+        ("/chaos/reset", &["reset", "closed", "h2_protocol"], true),
+        ("/chaos/close", &["closed", "h2_protocol"], true),
+        ("/chaos/reset-mid", &["h2_stream_reset"], true),
+        ("/chaos/goaway", &["h2_goaway"], true),
+        ("/chaos/garbage", &["h2_protocol"], true),
+        ("/chaos/stall?secs=5", TIMEOUT, true),
+        ("/chaos/endless", TIMEOUT, true),
+        ("/chaos/endless-gzip", TIMEOUT, true),
+        ("/chaos/slow-body?size=100000&rate=1000", TIMEOUT, true),
+        ("/chaos/bad-gzip", &[], false),
+        ("/chaos/gzip-bomb?size=8388608", TIMEOUT, false),
+    ];
+    for (path, allowed, must_fail) in cases {
+        quick_case(&target, path, h2, allowed, *must_fail);
+    }
+}
+
+#[test]
+fn run_with_extractions_fails_bodies_past_max_body_as_body_too_large() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    for (path, extra) in [
+        ("/chaos/endless-gzip", &[][..]),
+        ("/chaos/endless", &[][..]),
+        ("/chaos/gzip-bomb?size=8388608", &[][..]),
+        ("/chaos/endless-gzip", &["--h2"][..]),
+        ("/chaos/gzip-bomb?size=8388608", &["--h2"][..]),
+    ] {
+        let source = format!(
+            "definition.setTarget(\"http://{}\");\n\
+             definition.setArrivalPhases([{{ duration: 2, rate: 10 }}]);\n\
+             definition.setTestOptions({{ timeout: 5, gracePeriod: 2, maxBody: \"1MiB\" }});\n\
+             definition.session(\"s\", function (session) {{\n\
+               session.get(\"{path}\", {{ extraction: {{ jsonpath: {{ v: \"$.v\" }} }} }});\n\
+             }});\n",
+            target.addr
+        );
+        let script = scratch_file("hostile.js", source.as_bytes());
+        let json = scratch_file("hostile.json", b"");
+        let mut argv = vec![
+            "run",
+            script.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        argv.extend_from_slice(extra);
+        let (out, peak) = run_measured(&argv);
+        let summary: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap())
+            .unwrap_or_else(|e| panic!("{path}: no summary ({e})\n{}", out.stderr));
+        check(
+            &format!("run {extra:?} {path}"),
+            &out,
+            peak,
+            &summary,
+            &["body_too_large"],
+            true,
+        );
+    }
+}

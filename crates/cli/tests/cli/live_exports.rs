@@ -1,0 +1,399 @@
+//! Live metric exports end to end: `--out prometheus-rw` into a real Prometheus (Debian's
+//! package, started here with its remote-write receiver), `--out otlp` into a receiver that
+//! decodes the OTLP protobuf, an unreachable endpoint, and malformed specs.
+
+use crate::scenarios::heartbeat_script;
+use crate::support::*;
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::metrics::v1::{metric::Data, number_data_point, NumberDataPoint};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A Prometheus server on a free loopback port with a throwaway data directory.
+struct Prometheus {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn prometheus_binary() -> Option<&'static str> {
+    ["prometheus", "/usr/bin/prometheus"].into_iter().find(|b| {
+        Command::new(b)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+/// A GET on loopback; returns the body.
+fn http_get(addr: &str, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(addr).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.lines().next()?.split(' ').nth(1)?;
+    (status == "200").then(|| body.to_string())
+}
+
+impl Prometheus {
+    fn start(binary: &str) -> Prometheus {
+        let dir = scratch_file("prometheus-data", b"");
+        std::fs::remove_file(&dir).unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("prometheus.yml");
+        std::fs::write(&config, "global:\n  scrape_interval: 1h\n").unwrap();
+        let addr = format!("127.0.0.1:{}", closed_port());
+        let child = Command::new(binary)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address={addr}"))
+            .arg("--web.enable-remote-write-receiver")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start prometheus");
+        let prometheus = Prometheus { child, addr };
+        let started = Instant::now();
+        while http_get(&prometheus.addr, "/-/ready").is_none() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "prometheus did not get ready on {}",
+                prometheus.addr
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        prometheus
+    }
+
+    /// An instant PromQL query; the result vector.
+    fn query(&self, promql: &str) -> Vec<Value> {
+        let encoded: String = promql
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let body = http_get(&self.addr, &format!("/api/v1/query?query={encoded}"))
+            .unwrap_or_else(|| panic!("query {promql} failed"));
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["status"], "success", "{v:#}");
+        v["data"]["result"].as_array().unwrap().clone()
+    }
+}
+
+fn sample_value(series: &Value) -> f64 {
+    series["value"][1].as_str().unwrap().parse().unwrap()
+}
+
+/// Runs the heartbeat scenario with extra `--out` specs; the summary and stderr.
+fn heartbeat_with(target: &Target, out: &[String]) -> (Value, String) {
+    let script = heartbeat_script(target, 40, 3);
+    let json = scratch_file("live-export-summary.json", b"");
+    let mut args = vec![
+        "run".to_string(),
+        script.to_string_lossy().into_owned(),
+        "--json".into(),
+        json.to_string_lossy().into_owned(),
+        "--seed".into(),
+        "7".into(),
+    ];
+    for spec in out {
+        args.push("--out".into());
+        args.push(spec.clone());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = barrage(&args, Duration::from_secs(60));
+    run.expect_success();
+    let summary = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (summary, run.stderr)
+}
+
+#[test]
+fn prometheus_remote_write_holds_the_runs_exact_counts() {
+    let Some(binary) = prometheus_binary() else {
+        assert!(
+            std::env::var_os("BARRAGE_CI").is_none(),
+            "prometheus is not installed (.ci/run installs it)"
+        );
+        eprintln!("SKIPPED prometheus_remote_write_holds_the_runs_exact_counts: no prometheus on this machine (apt-get install prometheus)");
+        return;
+    };
+    let prometheus = Prometheus::start(binary);
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let url = format!(
+        "experimental-prometheus-rw=http://{}/api/v1/write,testid=rw-test,percentiles=50+99",
+        prometheus.addr
+    );
+    let (summary, stderr) = heartbeat_with(&target, &[url]);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert!(stderr.contains("testid=rw-test"), "{stderr}");
+    let total: f64 = prometheus
+        .query(r#"sum(k6_http_reqs_total{testid="rw-test"})"#)
+        .first()
+        .map(sample_value)
+        .expect("a request counter");
+    assert_eq!(total as u64, u(&summary, "requests"), "{summary:#}");
+    for name in ["get_token", "ping"] {
+        let series = prometheus.query(&format!(
+            r#"k6_http_reqs_total{{testid="rw-test",name="{name}"}}"#
+        ));
+        assert_eq!(series.len(), 1, "{series:?}");
+        assert_eq!(
+            sample_value(&series[0]) as u64,
+            u(tag(&summary, name), "requests"),
+            "{name}"
+        );
+    }
+    let p99 = prometheus.query(r#"k6_http_req_duration_p99{testid="rw-test",name="ping"}"#);
+    assert_eq!(p99.len(), 1, "{p99:?}");
+    let seconds = sample_value(&p99[0]);
+    assert!(
+        seconds > 0.015 && seconds < 5.0,
+        "ping has a 20 ms delay: {seconds}"
+    );
+    // Flushed during the run too, not only at its end: several samples in the last minute.
+    let samples = prometheus
+        .query(r#"count_over_time(k6_http_reqs_total{testid="rw-test",name="ping"}[1m])"#);
+    assert!(sample_value(&samples[0]) >= 3.0, "{samples:?}");
+}
+
+/// A loopback OTLP/HTTP receiver keeping every decoded request.
+fn otlp_receiver() -> (String, Arc<Mutex<Vec<ExportMetricsServiceRequest>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let keep = received.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten().take(1000) {
+            let mut reader = BufReader::new(stream);
+            let mut length = 0;
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                if let Some((name, value)) = line.split_once(':') {
+                    if name.eq_ignore_ascii_case("content-length") {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                }
+                line.clear();
+            }
+            let mut body = vec![0; length];
+            if reader.read_exact(&mut body).is_err() {
+                continue;
+            }
+            let request: ExportMetricsServiceRequest =
+                prost::Message::decode(body.as_slice()).expect("a valid OTLP protobuf");
+            keep.lock().unwrap().push(request);
+            let _ = reader
+                .get_mut()
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        }
+    });
+    (addr, received)
+}
+
+fn attribute<'a>(point: &'a NumberDataPoint, key: &str) -> Option<&'a str> {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    point
+        .attributes
+        .iter()
+        .find(|a| a.key == key)
+        .and_then(|a| match a.value.as_ref()?.value.as_ref()? {
+            Any::StringValue(s) => Some(s.as_str()),
+            _ => None,
+        })
+}
+
+fn as_double(point: &NumberDataPoint) -> f64 {
+    match point.value {
+        Some(number_data_point::Value::AsDouble(v)) => v,
+        _ => panic!("a double"),
+    }
+}
+
+#[test]
+fn otlp_carries_the_same_counts() {
+    let _heavy = heavy_lock();
+    let (addr, received) = otlp_receiver();
+    let target = Target::start();
+    let (summary, stderr) = heartbeat_with(&target, &[format!("otlp=http://{addr}/v1/metrics")]);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let received = received.lock().unwrap();
+    assert!(
+        received.len() >= 3,
+        "flushed every second: {}",
+        received.len()
+    );
+    let last = received.last().unwrap();
+    let resource = last.resource_metrics[0].resource.as_ref().unwrap();
+    assert!(resource.attributes.iter().any(|a| a.key == "testid"));
+    let metrics = &last.resource_metrics[0].scope_metrics[0].metrics;
+    let reqs = metrics
+        .iter()
+        .find(|m| m.name == "k6_http_reqs_total")
+        .expect("request counter");
+    let Some(Data::Sum(sum)) = &reqs.data else {
+        panic!("the request counter is a monotonic sum")
+    };
+    assert!(sum.is_monotonic);
+    let mut total = 0;
+    for point in &sum.data_points {
+        let name = attribute(point, "name").unwrap();
+        assert_eq!(
+            as_double(point) as u64,
+            u(tag(&summary, name), "requests"),
+            "{name}"
+        );
+        total += as_double(point) as u64;
+    }
+    assert_eq!(total, u(&summary, "requests"));
+    let p99 = metrics
+        .iter()
+        .find(|m| m.name == "k6_http_req_duration_p99")
+        .expect("a percentile gauge");
+    assert_eq!(p99.unit, "s");
+    assert!(matches!(p99.data, Some(Data::Gauge(_))));
+}
+
+#[test]
+fn an_unreachable_endpoint_costs_one_warning_not_the_run() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let port = closed_port();
+    let (summary, stderr) = heartbeat_with(
+        &target,
+        &[format!(
+            "prometheus-rw=http://127.0.0.1:{port}/api/v1/write"
+        )],
+    );
+    assert!(u(&summary, "requests") > 0);
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(warnings[0].contains("batches not delivered"), "{stderr}");
+    assert!(warnings[0].contains("cannot connect"), "{stderr}");
+}
+
+#[test]
+fn a_malformed_export_url_is_a_usage_error_before_the_run() {
+    for spec in [
+        "prometheus-rw=localhost:9090/api/v1/write",
+        "otlp=http://",
+        "prometheus-rw=http://127.0.0.1:1/,interval=10ms",
+    ] {
+        let out = barrage(
+            &[
+                "quick",
+                "-n",
+                "1",
+                "-c",
+                "1",
+                "--out",
+                spec,
+                "http://127.0.0.1:1/",
+            ],
+            Duration::from_secs(30),
+        );
+        assert_eq!(out.code(), Some(2), "{spec}: {}", out.stderr);
+        assert!(out.stderr.contains("--out `"), "{spec}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn the_dashboard_streams_frames_and_offers_the_report() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let script = heartbeat_script(&target, 30, 4);
+    let addr = format!("127.0.0.1:{}", closed_port());
+    let run = Running::spawn(&[
+        "run",
+        script.to_str().unwrap(),
+        "--dashboard",
+        &addr,
+        "--seed",
+        "3",
+    ]);
+    let started = Instant::now();
+    let page = loop {
+        if let Some(page) = http_get(&addr, "/") {
+            break page;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no dashboard on {addr}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(page.contains("EventSource(\"/events\")"), "{page}");
+    // Frames arrive while the run goes on: read until one counts requests of both tags.
+    let mut events = TcpStream::connect(&addr).unwrap();
+    events
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(events, "GET /events HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut reader = BufReader::new(events);
+    let mut line = String::new();
+    let frame: Value = loop {
+        line.clear();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "the event stream ended"
+        );
+        if let Some(json) = line.strip_prefix("data: ") {
+            let frame: Value = serde_json::from_str(json).unwrap();
+            let counted = frame["tags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["requests"].as_u64().unwrap() > 0);
+            if counted && frame["done"] == false {
+                break frame;
+            }
+        }
+    };
+    assert_eq!(frame["tags"].as_array().unwrap().len(), 2, "{frame}");
+    assert!(frame["self_check"].as_str().is_some(), "{frame}");
+    // The last frame says the run is done, and the report is served before barrage exits.
+    let done = loop {
+        line.clear();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "the event stream ended"
+        );
+        if let Some(json) = line.strip_prefix("data: ") {
+            let frame: Value = serde_json::from_str(json).unwrap();
+            if frame["done"] == true {
+                break frame;
+            }
+        }
+    };
+    assert!(done["tags"][0]["requests"].as_u64().unwrap() > 0);
+    let report = http_get(&addr, "/report").expect("the final report");
+    assert!(
+        report.contains("<html"),
+        "{}",
+        &report[..200.min(report.len())]
+    );
+    run.wait(Duration::from_secs(60)).expect_success();
+}

@@ -1,0 +1,111 @@
+//! The engine's side of scripted virtual users (the k6 front end): the trait a VU's iteration
+//! body implements, the requests it asks for and the responses it gets back. The engine never
+//! sees the script's interpreter: a VU is resumed with an input and yields what it wants
+//! next, so a VU suspended in `http.get` costs the worker nothing until its response arrives.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A request a scripted VU asks the engine to send.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptRequest {
+    pub method: String,
+    /// Absolute `http://` or `https://` URL.
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// Overrides the plan's request timeout.
+    pub timeout: Option<Duration>,
+}
+
+/// Phase timings of a response, k6's `timings` object.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScriptTimings {
+    pub connecting: Duration,
+    pub tls_handshaking: Duration,
+    pub sending: Duration,
+    pub waiting: Duration,
+    pub receiving: Duration,
+    pub duration: Duration,
+}
+
+/// What the engine answers a [`ScriptRequest`] with.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptResponse {
+    /// 0 when the request failed (see `error`).
+    pub status: u16,
+    /// The response headers barrage captures (see [`CAPTURED_HEADERS`]), as received.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub timings: ScriptTimings,
+    /// Why the request failed (a timeout, a refused connection, ...), empty when it did not.
+    pub error: String,
+}
+
+/// The response headers a scripted response carries (k6's `res.headers`): the ones scripts
+/// read. Capturing every header would cost every request an allocation per header.
+pub const CAPTURED_HEADERS: &[&str] = &[
+    "Content-Type",
+    "Content-Length",
+    "Content-Encoding",
+    "Location",
+    "Set-Cookie",
+    "Server",
+    "Date",
+    "Cache-Control",
+    "ETag",
+    "WWW-Authenticate",
+    "X-Request-Id",
+];
+
+/// How a VU is resumed.
+#[derive(Debug)]
+pub enum VuInput {
+    /// Start iteration `iteration` (0-based, of this VU).
+    Start {
+        iteration: u64,
+    },
+    Response(ScriptResponse),
+    /// A sleep it asked for is over.
+    Slept,
+}
+
+/// What a VU wants next.
+#[derive(Debug)]
+pub enum VuStep {
+    Request(ScriptRequest),
+    Sleep(Duration),
+    /// The iteration ended; `false` when it ended by an exception.
+    Done {
+        ok: bool,
+    },
+}
+
+/// What a VU recorded while it ran (drained by the engine after each resume).
+#[derive(Debug, Clone, PartialEq)]
+pub enum VuEvent {
+    /// A check named `name` (its group path included) passed or failed.
+    Check { name: String, passed: bool },
+    /// A sample of the plan's custom metric with this index.
+    Metric { index: usize, value: f64 },
+}
+
+/// One scripted virtual user: an iteration body the engine drives. It lives on the worker
+/// thread that created it and is never shared.
+pub trait ScriptedVu {
+    /// Resumes the VU; returns what it wants next.
+    fn resume(&mut self, input: VuInput) -> VuStep;
+    /// Hands over (and forgets) the events recorded since the last call.
+    fn drain_events(&mut self, into: &mut dyn FnMut(VuEvent));
+}
+
+/// Creates scripted VUs on worker threads (shared by the run's workers).
+pub trait VuFactory: Send + Sync + std::fmt::Debug {
+    /// A new VU, created on the calling worker thread (the factory numbers its VUs, k6's
+    /// `__VU`). A VU may be dropped in the middle of an iteration (the run's hard stop): it
+    /// must then wind its iteration down itself.
+    fn create(&self) -> Result<Box<dyn ScriptedVu>, String>;
+}
+
+/// A run's scripted body, when its iterations are scripts rather than plan sessions.
+pub type SharedVuFactory = Arc<dyn VuFactory>;

@@ -1,0 +1,20 @@
+// Globals every k6 script sees: console (stderr, prefixed with the VU) and __ENV; __VU and
+// __ITER are set by the VU.
+(function () {
+  const N = globalThis.__k6;
+  N.groupPath = "";
+  function text(args) {
+    return Array.prototype.map
+      .call(args, (a) => (typeof a === "object" && a !== null ? JSON.stringify(a) : String(a)))
+      .join(" ");
+  }
+  globalThis.console = {
+    log: function () { N.log("INFO", text(arguments)); },
+    info: function () { N.log("INFO", text(arguments)); },
+    warn: function () { N.log("WARN", text(arguments)); },
+    error: function () { N.log("ERRO", text(arguments)); },
+    debug: function () { N.log("DEBU", text(arguments)); },
+  };
+  globalThis.__VU = 0;
+  globalThis.__ITER = 0;
+})();

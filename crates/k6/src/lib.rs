@@ -1,0 +1,208 @@
+//! The k6 front end: runs k6 scripts unmodified. `options` (and the CLI's overrides) compile
+//! into a barrage plan (`options.rs`), so executors, thresholds, results files and reports
+//! work as for any plan; the iteration body is the script's default function, run by a
+//! [`K6Factory`]'s VUs — each its own QuickJS context on a coroutine (`vu.rs`) that the
+//! engine resumes with responses (see `barrage_engine::ScriptedVu`).
+//!
+//! Layout: `detect.rs` tells k6 scripts apart and checks their imports; `init.rs` evaluates
+//! the init context once at start; `context.rs` sets up a context (natives, globals, k6
+//! modules in `js/`); `host.rs` holds the natives.
+
+mod context;
+mod detect;
+mod host;
+mod init;
+mod options;
+mod vu;
+
+pub use detect::{imports, is_k6_script, unsupported_import, SUPPORTED_MODULES};
+pub use options::REQUEST_TAG;
+pub use vu::{K6Factory, VU_MEMORY, VU_STACK};
+
+use barrage_plan::{Plan, Target};
+use std::path::Path;
+
+/// Why a k6 script cannot run; k6's exit codes tell init failures from bad options.
+#[derive(Debug, thiserror::Error)]
+pub enum K6Error {
+    #[error("{path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    /// An unsupported module, or an exception in the init context (k6 exits 107).
+    #[error("{0}")]
+    Init(String),
+    /// `options` that cannot be run.
+    #[error("{0}")]
+    Options(String),
+}
+
+impl K6Error {
+    /// k6's exit code for this failure: 107 for a script error in the init context, else the
+    /// usage error code 2 (k6 uses 104 for invalid config; barrage's bad input is 2).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            K6Error::Init(_) => 107,
+            _ => 2,
+        }
+    }
+}
+
+/// A k6 script compiled for a run: its plan and its VUs' factory.
+#[derive(Debug)]
+pub struct K6Test {
+    pub plan: Plan,
+    pub factory: K6Factory,
+}
+
+/// Reads the script at `path`. `env` are `-e KEY=VALUE` pairs (over the process
+/// environment, as k6's `__ENV`).
+pub fn load_file(path: &Path, env: &[(String, String)]) -> Result<K6Test, K6Error> {
+    let source = std::fs::read_to_string(path).map_err(|source| K6Error::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    load_source(&source, &path.display().to_string(), env)
+}
+
+/// Whether the file at `path` is a k6 script (unreadable files are not).
+pub fn is_k6_file(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|source| is_k6_script(&source))
+}
+
+/// Compiles `source` (named `file` in messages).
+pub fn load_source(source: &str, file: &str, env: &[(String, String)]) -> Result<K6Test, K6Error> {
+    if let Some((line, module)) = unsupported_import(source) {
+        return Err(K6Error::Init(format!(
+            "{file}:{line}: `{module}` is not supported (barrage implements {})",
+            SUPPORTED_MODULES.join(", ")
+        )));
+    }
+    let mut all_env: Vec<(String, String)> = std::env::vars().collect();
+    for (key, value) in env {
+        all_env.retain(|(k, _)| k != key);
+        all_env.push((key.clone(), value.clone()));
+    }
+    let script = context::Script {
+        source: source.to_string(),
+        file: file.to_string(),
+        env: all_env,
+    };
+    let exported = init::evaluate_init(&script)?;
+    let name = Path::new(file)
+        .file_stem()
+        .map_or_else(|| file.to_string(), |s| s.to_string_lossy().into_owned());
+    let target = first_url(source)
+        .and_then(|url| Target::parse(&url).ok())
+        .or_else(|| Target::parse("http://127.0.0.1:80").ok())
+        .expect("a literal target parses");
+    let metrics: Vec<_> = exported
+        .metrics
+        .iter()
+        .map(|d| (d.name.clone(), d.kind))
+        .collect();
+    let plan = options::plan(&name, file, target, &exported.options, exported.metrics)?;
+    Ok(K6Test {
+        plan,
+        factory: K6Factory::new(script, metrics),
+    })
+}
+
+/// The origin of the first absolute `http(s)://` URL in `source` (the plan's target: what
+/// the summary names and what TLS settings apply to).
+fn first_url(source: &str) -> Option<String> {
+    let start = source.find("http://").or_else(|| source.find("https://"))?;
+    let rest = &source[start..];
+    let scheme_end = rest.find("://")? + 3;
+    let end = rest[scheme_end..]
+        .find(|c: char| matches!(c, '/' | '"' | '\'' | '`' | '$' | '?' | '#') || c.is_whitespace())
+        .map_or(rest.len(), |i| i + scheme_end);
+    Some(rest[..end].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_absolute_url_names_the_target() {
+        assert_eq!(
+            first_url("const B = 'http://127.0.0.1:8080/x';").as_deref(),
+            Some("http://127.0.0.1:8080")
+        );
+        assert_eq!(
+            first_url("http.get(`https://h.test`)").as_deref(),
+            Some("https://h.test")
+        );
+        assert_eq!(first_url("no url"), None);
+    }
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use super::*;
+    use barrage_plan::Workload;
+
+    fn plan(options: &str) -> Result<Plan, K6Error> {
+        let source = format!(
+            "import http from 'k6/http';\nimport {{ Trend }} from 'k6/metrics';\nconst t = new Trend('took', true);\nexport const options = {options};\nexport default function () {{ http.get('http://127.0.0.1:9/x'); }}\n"
+        );
+        load_source(&source, "dir/s.js", &[]).map(|t| t.plan)
+    }
+
+    #[test]
+    fn options_compile_into_the_plan() {
+        let p = plan("{ stages: [{duration: '30s', target: 10}, {duration: 5000, target: 0}], thresholds: { http_req_duration: ['p(95)<200', {threshold: 'avg<100', abortOnFail: true}], took: ['max<1000'] } }").unwrap();
+        let json = serde_json::to_value(&p).unwrap();
+        assert_eq!(p.name, "s");
+        assert_eq!(p.target.to_string(), "http://127.0.0.1:9");
+        assert_eq!(p.options.scripted_body.as_deref(), Some("dir/s.js"));
+        assert_eq!(json["workload"]["model"], "ramping_vus");
+        assert_eq!(json["workload"]["start_vus"], 1);
+        assert_eq!(json["workload"]["stages"][1]["target"], 0);
+        assert_eq!(p.metrics.custom[0].name, "took");
+        assert_eq!(p.metrics.thresholds.len(), 2);
+        let rules = &p.metrics.thresholds[0].rules;
+        assert_eq!((rules.len(), rules[1].abort_on_fail), (2, true));
+        assert!(matches!(p.workload, Workload::RampingVus(_)));
+        assert!(matches!(
+            plan("{ vus: 3, duration: '2s' }").unwrap().workload,
+            Workload::ConstantVus(ref c) if c.vus == 3
+        ));
+        assert!(matches!(
+            plan("{ vus: 2, iterations: 9 }").unwrap().workload,
+            Workload::SharedIterations(ref s) if s.iterations == 9 && s.vus == 2
+        ));
+        assert!(matches!(
+            plan("{ scenarios: { a: { executor: 'constant-arrival-rate', rate: 5, duration: '3s', preAllocatedVUs: 2, maxVUs: 4 } } }").unwrap().workload,
+            Workload::ArrivalPool(ref a) if a.max_vus == 4
+        ));
+    }
+
+    #[test]
+    fn bad_options_are_named() {
+        let e = plan("{ vus: 'many', duration: '1s' }").unwrap_err();
+        assert!(
+            e.to_string().contains("`vus` must be a whole number"),
+            "{e}"
+        );
+        let e = plan("{ thresholds: { http_req_duration: ['p95 < 3'] } }").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("dir/s.js: threshold `http_req_duration`"),
+            "{e}"
+        );
+        let e = plan("{ scenarios: { a: { executor: 'nope' } } }").unwrap_err();
+        assert!(e.to_string().contains("unknown executor `nope`"), "{e}");
+        assert_eq!(e.exit_code(), 2);
+        let e = load_source(
+            "export default function () {}\nwhile (true) {}\n",
+            "loop.js",
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("endless loop"), "{e}");
+        assert_eq!(e.exit_code(), 107);
+    }
+}

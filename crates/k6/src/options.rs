@@ -1,0 +1,329 @@
+//! k6 `options` compiled into a barrage plan — the one file that builds plan data (workload,
+//! thresholds, target), so the front end follows the plan's types in one place.
+//!
+//! The shortcuts map as in k6: `stages` → `ramping-vus` (starting at `vus`, default 1);
+//! `duration` → `constant-vus`; `iterations` → `shared-iterations` (bounded by `duration`
+//! when given, else 10 minutes); nothing → one VU, one iteration. One entry in `scenarios`
+//! maps to its executor.
+
+use crate::K6Error;
+use barrage_plan::{
+    parse_duration, ArrivalPool, ConstantVus, MetricDecl, MetricsSpec, PerVuIterations, Plan,
+    RampingVus, RateStage, Session, SharedIterations, Target, TestOptions, Threshold,
+    ThresholdRule, VuStage, Workload, DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION,
+    PLAN_FORMAT_VERSION,
+};
+use serde_json::{Map, Value};
+use std::time::Duration;
+
+/// The request tag every scripted request is recorded under.
+pub const REQUEST_TAG: &str = "k6";
+
+/// Builds the plan of a k6 script named `name` whose requests go to `target` (the first
+/// absolute URL of the script; requests elsewhere open their own connections).
+pub(crate) fn plan(
+    name: &str,
+    file: &str,
+    target: Target,
+    options: &Value,
+    metrics: Vec<MetricDecl>,
+) -> Result<Plan, K6Error> {
+    let empty = Map::new();
+    let options = match options {
+        Value::Object(map) => map,
+        Value::Null => &empty,
+        _ => return Err(bad(file, "`options` must be an object")),
+    };
+    let workload = workload(file, options)?;
+    let thresholds = thresholds(file, options.get("thresholds"))?;
+    let mut test_options = TestOptions {
+        scripted_body: Some(file.to_string()),
+        ..TestOptions::default()
+    };
+    if let Some(max) = options.get("maxRedirects") {
+        test_options.max_redirects = count(file, "maxRedirects", max)? as u32;
+    }
+    let plan = Plan {
+        format_version: PLAN_FORMAT_VERSION,
+        name: name.to_string(),
+        target,
+        options: test_options,
+        workload,
+        tags: vec![REQUEST_TAG.to_string()],
+        sessions: vec![Session {
+            name: "default".into(),
+            weight: 1,
+            steps: vec![],
+        }],
+        data_sources: vec![],
+        metrics: MetricsSpec {
+            custom: metrics,
+            thresholds,
+        },
+    };
+    plan.validate()
+        .map_err(|e| K6Error::Options(format!("{file}: {e}")))?;
+    Ok(plan)
+}
+
+fn bad(file: &str, problem: impl std::fmt::Display) -> K6Error {
+    K6Error::Options(format!("{file}: {problem}"))
+}
+
+fn count(file: &str, key: &str, value: &Value) -> Result<u64, K6Error> {
+    value
+        .as_f64()
+        .filter(|n| *n >= 0.0 && n.fract() == 0.0 && *n <= 1e12)
+        .map(|n| n as u64)
+        .ok_or_else(|| {
+            bad(
+                file,
+                format_args!("`{key}` must be a whole number, got {value}"),
+            )
+        })
+}
+
+/// A k6 duration: a string like `"1m30s"`, or a number of milliseconds.
+fn duration(file: &str, key: &str, value: &Value) -> Result<Duration, K6Error> {
+    match value {
+        Value::Number(n) => n
+            .as_f64()
+            .filter(|n| *n >= 0.0 && n.is_finite())
+            .map(|ms| Duration::from_secs_f64(ms / 1000.0))
+            .ok_or_else(|| bad(file, format_args!("`{key}`: {value} is not a duration"))),
+        Value::String(text) => {
+            parse_duration(text).map_err(|e| bad(file, format_args!("`{key}`: `{text}`: {e}")))
+        }
+        _ => Err(bad(
+            file,
+            format_args!("`{key}`: {value} is not a duration"),
+        )),
+    }
+}
+
+fn opt_duration(
+    file: &str,
+    map: &Map<String, Value>,
+    key: &str,
+    default: Duration,
+) -> Result<Duration, K6Error> {
+    map.get(key).map_or(Ok(default), |v| duration(file, key, v))
+}
+
+fn vu_stages(file: &str, value: &Value) -> Result<Vec<VuStage>, K6Error> {
+    let Value::Array(items) = value else {
+        return Err(bad(file, "`stages` must be an array of {duration, target}"));
+    };
+    items
+        .iter()
+        .map(|stage| {
+            Ok(VuStage {
+                duration: duration(file, "stages[].duration", &stage["duration"])?,
+                target: count(file, "stages[].target", &stage["target"])?,
+            })
+        })
+        .collect()
+}
+
+fn workload(file: &str, options: &Map<String, Value>) -> Result<Workload, K6Error> {
+    if let Some(scenarios) = options.get("scenarios") {
+        let Some(map) = scenarios.as_object().filter(|m| m.len() == 1) else {
+            return Err(bad(
+                file,
+                "`scenarios`: exactly one scenario is supported for now (several run one after another or side by side in k6)",
+            ));
+        };
+        let (name, scenario) = map.iter().next().expect("one entry");
+        return scenario_workload(file, name, scenario);
+    }
+    let vus = options
+        .get("vus")
+        .map(|v| count(file, "vus", v))
+        .transpose()?;
+    let graceful_stop = DEFAULT_GRACEFUL_STOP;
+    if let Some(stages) = options.get("stages") {
+        return Ok(Workload::RampingVus(RampingVus {
+            start_vus: vus.unwrap_or(1),
+            stages: vu_stages(file, stages)?,
+            graceful_stop,
+            graceful_ramp_down: DEFAULT_GRACEFUL_STOP,
+        }));
+    }
+    let run_for = options
+        .get("duration")
+        .map(|v| duration(file, "duration", v))
+        .transpose()?;
+    let iterations = options
+        .get("iterations")
+        .map(|v| count(file, "iterations", v))
+        .transpose()?;
+    Ok(match (run_for, iterations) {
+        (Some(duration), None) => Workload::ConstantVus(ConstantVus {
+            vus: vus.unwrap_or(1),
+            duration,
+            graceful_stop,
+        }),
+        (run_for, iterations) => Workload::SharedIterations(SharedIterations {
+            vus: vus.unwrap_or(1),
+            iterations: iterations.unwrap_or(1),
+            max_duration: run_for.unwrap_or(DEFAULT_MAX_DURATION),
+            graceful_stop,
+        }),
+    })
+}
+
+fn scenario_workload(file: &str, name: &str, s: &Value) -> Result<Workload, K6Error> {
+    let Some(map) = s.as_object() else {
+        return Err(bad(
+            file,
+            format_args!("scenario `{name}` must be an object"),
+        ));
+    };
+    for unsupported in ["exec", "startTime", "env", "tags"] {
+        if map.contains_key(unsupported) {
+            return Err(bad(
+                file,
+                format_args!("scenario `{name}`: `{unsupported}` is not supported yet"),
+            ));
+        }
+    }
+    let field = |key: &str| map.get(key);
+    let num = |key: &str, default: u64| field(key).map_or(Ok(default), |v| count(file, key, v));
+    let graceful_stop = opt_duration(file, map, "gracefulStop", DEFAULT_GRACEFUL_STOP)?;
+    let executor = field("executor").and_then(Value::as_str).unwrap_or("");
+    Ok(match executor {
+        "constant-vus" => Workload::ConstantVus(ConstantVus {
+            vus: num("vus", 1)?,
+            duration: duration(file, "duration", field("duration").unwrap_or(&Value::Null))?,
+            graceful_stop,
+        }),
+        "ramping-vus" => Workload::RampingVus(RampingVus {
+            start_vus: num("startVUs", 1)?,
+            stages: vu_stages(file, field("stages").unwrap_or(&Value::Null))?,
+            graceful_stop,
+            graceful_ramp_down: opt_duration(file, map, "gracefulRampDown", DEFAULT_GRACEFUL_STOP)?,
+        }),
+        "shared-iterations" => Workload::SharedIterations(SharedIterations {
+            vus: num("vus", 1)?,
+            iterations: num("iterations", 1)?,
+            max_duration: opt_duration(file, map, "maxDuration", DEFAULT_MAX_DURATION)?,
+            graceful_stop,
+        }),
+        "per-vu-iterations" => Workload::PerVuIterations(PerVuIterations {
+            vus: num("vus", 1)?,
+            iterations_per_vu: num("iterations", 1)?,
+            max_duration: opt_duration(file, map, "maxDuration", DEFAULT_MAX_DURATION)?,
+            graceful_stop,
+        }),
+        "constant-arrival-rate" | "ramping-arrival-rate" => {
+            let time_unit = opt_duration(file, map, "timeUnit", Duration::from_secs(1))?;
+            let pre_allocated_vus = num("preAllocatedVUs", 1)?;
+            let (start_rate, stages) = if executor == "constant-arrival-rate" {
+                let rate = num("rate", 1)? as f64;
+                let run_for =
+                    duration(file, "duration", field("duration").unwrap_or(&Value::Null))?;
+                (
+                    rate,
+                    vec![RateStage {
+                        duration: run_for,
+                        target: rate,
+                    }],
+                )
+            } else {
+                let Some(Value::Array(items)) = field("stages") else {
+                    return Err(bad(
+                        file,
+                        format_args!("scenario `{name}`: `stages` missing"),
+                    ));
+                };
+                let stages = items
+                    .iter()
+                    .map(|st| {
+                        Ok(RateStage {
+                            duration: duration(file, "stages[].duration", &st["duration"])?,
+                            target: count(file, "stages[].target", &st["target"])? as f64,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, K6Error>>()?;
+                (num("startRate", 0)? as f64, stages)
+            };
+            Workload::ArrivalPool(ArrivalPool {
+                start_rate,
+                time_unit,
+                stages,
+                pre_allocated_vus,
+                max_vus: num("maxVUs", pre_allocated_vus)?,
+                graceful_stop,
+            })
+        }
+        other => {
+            return Err(bad(
+                file,
+                format_args!("scenario `{name}`: unknown executor `{other}`"),
+            ))
+        }
+    })
+}
+
+/// `thresholds: {metric: expr | [expr | {threshold, abortOnFail, delayAbortEval}]}`.
+fn thresholds(file: &str, value: Option<&Value>) -> Result<Vec<Threshold>, K6Error> {
+    let Some(value) = value else {
+        return Ok(vec![]);
+    };
+    let Some(map) = value.as_object() else {
+        return Err(bad(file, "`thresholds` must be an object"));
+    };
+    let mut out = Vec::new();
+    for (key, spec) in map {
+        let items: Vec<&Value> = match spec {
+            Value::Array(items) => items.iter().collect(),
+            one => vec![one],
+        };
+        let mut threshold: Option<Threshold> = None;
+        for item in items {
+            let (expression, abort_on_fail, delay) = match item {
+                Value::String(text) => (text.as_str(), false, None),
+                Value::Object(rule) => (
+                    rule.get("threshold")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| {
+                            bad(
+                                file,
+                                format_args!("threshold `{key}`: the long form needs `threshold`"),
+                            )
+                        })?,
+                    rule.get("abortOnFail")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                    rule.get("delayAbortEval")
+                        .map(|d| duration(file, "delayAbortEval", d))
+                        .transpose()?,
+                ),
+                other => {
+                    return Err(bad(
+                        file,
+                        format_args!("threshold `{key}`: {other} is not a threshold expression"),
+                    ))
+                }
+            };
+            let parsed = Threshold::parse(key, expression)
+                .map_err(|e| bad(file, format_args!("threshold `{key}`: {e}")))?;
+            let rule = ThresholdRule {
+                abort_on_fail,
+                delay_abort_eval: delay,
+                ..parsed.rules[0].clone()
+            };
+            match &mut threshold {
+                Some(t) => t.rules.push(rule),
+                None => {
+                    threshold = Some(Threshold {
+                        rules: vec![rule],
+                        ..parsed
+                    })
+                }
+            }
+        }
+        out.extend(threshold);
+    }
+    Ok(out)
+}

@@ -1,0 +1,280 @@
+//! A k6 VU: its own QuickJS runtime and context on a stackful coroutine (corosensei) on the
+//! worker thread. `http.*` and `sleep` suspend the coroutine with a [`VuStep`]; the engine
+//! performs it and resumes the VU with the result. Nothing here blocks a thread or crosses
+//! one.
+
+use crate::context::{evaluate, thrown, Script};
+use crate::host::Host;
+use barrage_engine::{ScriptResponse, ScriptedVu, VuEvent, VuFactory, VuInput, VuStep};
+use barrage_plan::MetricKind;
+use barrage_script::runtime::{bounded_runtime, Deadline};
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use rquickjs::{Context, Function, Value};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The coroutine stack of a VU (only the pages it touches take memory).
+pub const VU_STACK: usize = 256 << 10;
+/// What QuickJS may use of that stack; deeper recursion throws a `RangeError` in the
+/// iteration instead of overflowing the coroutine stack.
+const JS_STACK: usize = 192 << 10;
+/// QuickJS heap limit per VU; an iteration that needs more fails with an out-of-memory
+/// exception, not the process.
+pub const VU_MEMORY: usize = 64 << 20;
+/// Exceptions in iterations printed on stderr before further ones are only counted.
+const PRINTED_EXCEPTIONS: u64 = 20;
+/// Resumes with "cut off" an interrupted iteration gets before it is abandoned (a script
+/// that catches the interruption and keeps sending requests).
+const CANCEL_ATTEMPTS: u32 = 64;
+
+/// What a VU coroutine is resumed with.
+enum CoIn {
+    Engine(VuInput),
+    /// The iteration is being cut off: requests and sleeps throw.
+    Cancel,
+    /// The VU is dropped between iterations: return.
+    Exit,
+}
+
+/// What a VU coroutine yields.
+enum CoOut {
+    Step(VuStep),
+    /// The init context ran; ready for the first iteration.
+    Ready,
+}
+
+type VuCoroutine = Coroutine<CoIn, CoOut, Result<(), String>, DefaultStack>;
+
+/// What all VUs of a run share.
+#[derive(Debug)]
+struct Shared {
+    script: Script,
+    /// The plan's custom metrics, by index.
+    metrics: Vec<(String, MetricKind)>,
+    next_vu: AtomicU64,
+    exceptions: AtomicU64,
+}
+
+/// Creates the run's VUs (see [`VuFactory`]).
+#[derive(Debug, Clone)]
+pub struct K6Factory {
+    shared: Arc<Shared>,
+}
+
+impl K6Factory {
+    pub(crate) fn new(script: Script, metrics: Vec<(String, MetricKind)>) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                script,
+                metrics,
+                next_vu: AtomicU64::new(1),
+                exceptions: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Exceptions thrown by iterations so far.
+    pub fn exceptions(&self) -> u64 {
+        self.shared.exceptions.load(Ordering::Relaxed)
+    }
+}
+
+impl VuFactory for K6Factory {
+    fn create(&self) -> Result<Box<dyn ScriptedVu>, String> {
+        let id = self.shared.next_vu.fetch_add(1, Ordering::Relaxed);
+        let shared = Arc::clone(&self.shared);
+        let events = Rc::new(RefCell::new(Vec::new()));
+        let recorded = Rc::clone(&events);
+        let stack = DefaultStack::new(VU_STACK).map_err(|e| format!("VU {id}: stack: {e}"))?;
+        let mut coroutine: VuCoroutine =
+            Coroutine::with_stack(stack, move |yielder: &Yielder<CoIn, CoOut>, _first| {
+                vu_body(yielder, &shared, id, recorded)
+            });
+        match coroutine.resume(CoIn::Exit) {
+            CoroutineResult::Yield(CoOut::Ready) => Ok(Box::new(K6Vu {
+                coroutine: Some(coroutine),
+                mid_iteration: false,
+                events,
+            })),
+            CoroutineResult::Yield(CoOut::Step(_)) => Err(format!("VU {id}: did not start")),
+            CoroutineResult::Return(result) => {
+                Err(result.err().unwrap_or_else(|| format!("VU {id}: ended")))
+            }
+        }
+    }
+}
+
+/// The host of a running VU: suspends its coroutine, buffers its events.
+struct VuHost {
+    /// The running coroutine's yielder (set once the coroutine runs; see [`VuHost::suspend`]).
+    yielder: Cell<*const Yielder<CoIn, CoOut>>,
+    events: Rc<RefCell<Vec<VuEvent>>>,
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl Host for VuHost {
+    #[allow(unsafe_code)]
+    fn suspend(&self, step: VuStep) -> Option<ScriptResponse> {
+        // SAFETY: the pointer is set by `vu_body` to its own yielder before any script runs,
+        // and natives only run inside `vu_body`, on the coroutine, while that yielder lives.
+        // (A closure registered in QuickJS cannot borrow it: its lifetime must outlive the
+        // context's.)
+        let yielder = unsafe { &*self.yielder.get() };
+        match yielder.suspend(CoOut::Step(step)) {
+            CoIn::Engine(VuInput::Response(response)) => Some(response),
+            CoIn::Engine(VuInput::Slept) => Some(ScriptResponse::default()),
+            CoIn::Engine(VuInput::Start { .. }) | CoIn::Cancel | CoIn::Exit => None,
+        }
+    }
+    fn may_suspend(&self) -> bool {
+        true
+    }
+    fn record(&self, event: VuEvent) {
+        self.events.borrow_mut().push(event);
+    }
+    fn metric(&self, name: &str, kind: MetricKind) -> Result<usize, String> {
+        match self.shared.metrics.iter().position(|(n, _)| n == name) {
+            Some(i) if self.shared.metrics[i].1 == kind => Ok(i),
+            Some(i) => Err(format!(
+                "metric `{name}` was already declared as a {}",
+                self.shared.metrics[i].1.name()
+            )),
+            None => Err(format!(
+                "metric `{name}` must be created in the init context (at the top of the script), as k6 requires"
+            )),
+        }
+    }
+    fn vu(&self) -> u64 {
+        self.id
+    }
+}
+
+/// The coroutine: sets up the VU's runtime and init context, then runs an iteration per
+/// `Start` until told to exit.
+fn vu_body(
+    yielder: &Yielder<CoIn, CoOut>,
+    shared: &Arc<Shared>,
+    id: u64,
+    events: Rc<RefCell<Vec<VuEvent>>>,
+) -> Result<(), String> {
+    let file = &shared.script.file;
+    let deadline = Deadline::default();
+    deadline.set(Some(Instant::now() + crate::init::INIT_LIMIT));
+    let runtime = bounded_runtime(VU_MEMORY, &deadline).map_err(|e| format!("{file}: {e}"))?;
+    // Created on the coroutine stack, so QuickJS measures its stack from here.
+    runtime.set_max_stack_size(JS_STACK);
+    let context = Context::full(&runtime).map_err(|e| format!("{file}: {e}"))?;
+    let host = Rc::new(VuHost {
+        yielder: Cell::new(yielder),
+        events,
+        shared: Arc::clone(shared),
+        id,
+    });
+    context.with(|ctx| {
+        let exports = evaluate(&ctx, &shared.script, Rc::clone(&host), id)
+            .map_err(|e| format!("VU {id}: {e}"))?;
+        let default: Function = exports
+            .get("default")
+            .map_err(|e| thrown(&ctx, file, e).to_string())?;
+        deadline.set(None);
+        let mut input = yielder.suspend(CoOut::Ready);
+        loop {
+            let iteration = match input {
+                CoIn::Exit => return Ok(()),
+                CoIn::Engine(VuInput::Start { iteration }) => iteration,
+                // Nothing to cut off between iterations.
+                CoIn::Cancel | CoIn::Engine(_) => {
+                    input = yielder.suspend(CoOut::Step(VuStep::Done { ok: false }));
+                    continue;
+                }
+            };
+            let _ = ctx.globals().set("__ITER", iteration as f64);
+            let ok = match default.call::<_, Value>(()) {
+                Ok(_) => true,
+                Err(error) => {
+                    let problem = thrown(&ctx, file, error);
+                    let n = shared.exceptions.fetch_add(1, Ordering::Relaxed);
+                    if n < PRINTED_EXCEPTIONS {
+                        eprintln!("ERRO[VU {id}] {problem} (iteration {iteration})");
+                    } else if n == PRINTED_EXCEPTIONS {
+                        eprintln!("ERRO further exceptions in iterations are counted, not printed");
+                    }
+                    false
+                }
+            };
+            input = yielder.suspend(CoOut::Step(VuStep::Done { ok }));
+        }
+    })
+}
+
+/// A VU as the engine drives it.
+struct K6Vu {
+    coroutine: Option<VuCoroutine>,
+    /// Whether the coroutine is suspended inside an iteration (in JavaScript).
+    mid_iteration: bool,
+    /// Checks and samples the script recorded since the engine last drained them.
+    events: Rc<RefCell<Vec<VuEvent>>>,
+}
+
+impl K6Vu {
+    fn step(&mut self, input: CoIn) -> VuStep {
+        let Some(coroutine) = self.coroutine.as_mut() else {
+            return VuStep::Done { ok: false };
+        };
+        let step = match coroutine.resume(input) {
+            CoroutineResult::Yield(CoOut::Step(step)) => step,
+            CoroutineResult::Yield(CoOut::Ready) | CoroutineResult::Return(_) => {
+                self.coroutine = None;
+                VuStep::Done { ok: false }
+            }
+        };
+        self.mid_iteration = !matches!(step, VuStep::Done { .. });
+        step
+    }
+
+    /// Winds an iteration the engine abandoned down: its requests and sleeps throw until
+    /// the default function returns. A script that swallows that forever is abandoned with
+    /// its coroutine (never unwound through QuickJS's frames).
+    fn cancel(&mut self) {
+        for _ in 0..CANCEL_ATTEMPTS {
+            if !self.mid_iteration {
+                return;
+            }
+            self.step(CoIn::Cancel);
+        }
+        if self.mid_iteration {
+            std::mem::forget(self.coroutine.take());
+        }
+    }
+}
+
+impl ScriptedVu for K6Vu {
+    fn resume(&mut self, input: VuInput) -> VuStep {
+        if matches!(input, VuInput::Start { .. }) {
+            self.cancel();
+        }
+        self.step(CoIn::Engine(input))
+    }
+
+    fn drain_events(&mut self, into: &mut dyn FnMut(VuEvent)) {
+        for event in self.events.borrow_mut().drain(..) {
+            into(event);
+        }
+    }
+}
+
+impl Drop for K6Vu {
+    fn drop(&mut self) {
+        self.cancel();
+        if let Some(mut coroutine) = self.coroutine.take() {
+            if coroutine.started() && !coroutine.done() {
+                let _ = coroutine.resume(CoIn::Exit);
+            }
+        }
+    }
+}
