@@ -393,7 +393,7 @@ fn quick_command(args: &QuickArgs) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(exit::OK);
     }
-    let spec = runner::RunSpec::new(
+    let mut spec = runner::RunSpec::new(
         plan,
         runner::RunContext {
             command: "quick",
@@ -403,10 +403,25 @@ fn quick_command(args: &QuickArgs) -> anyhow::Result<i32> {
         &args.record,
         runner::progress_wanted() && format == OutputFormat::Text,
     )?;
+    if format == OutputFormat::Csv {
+        // hey's rows go to stdout as requests complete, through the per-request log's
+        // bounded per-worker buffers: nothing per request is kept to the end.
+        if spec.options.streams.samples.is_some() {
+            return Err(usage(
+                "-o csv: cannot be combined with --out samples=FILE:RATE (both stream per-request rows)",
+            ));
+        }
+        let stdout = std::io::BufWriter::new(std::io::stdout());
+        spec.options.streams.samples = Some(std::sync::Arc::new(
+            barrage_engine::SampleSink::hey_csv(Box::new(stdout)),
+        ));
+    }
     let (finished, files) = spec.run()?;
     let text = match format {
         OutputFormat::Text => render_hey(&finished.summary),
         OutputFormat::Json => finished.summary.to_json() + "\n",
+        // The rows were the output; hey prints no summary with them.
+        OutputFormat::Csv => String::new(),
     };
     print_out(&text)?;
     record::keep(&args.record, &finished, files)?;

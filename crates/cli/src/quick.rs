@@ -81,7 +81,8 @@ pub struct QuickArgs {
     /// Do not follow redirects (by default up to 10 are followed, each hop its own request)
     #[arg(long)]
     pub disable_redirects: bool,
-    /// Output format: "json" prints the summary as JSON instead of hey's text layout
+    /// Output format: "csv" streams hey's per-request CSV rows instead of the summary; "json"
+    /// prints the summary as JSON instead of hey's text layout
     #[arg(short = 'o')]
     pub output: Option<String>,
     /// Worker threads (default: one per CPU this process may use)
@@ -109,6 +110,8 @@ pub struct QuickArgs {
 pub enum OutputFormat {
     Text,
     Json,
+    /// hey's per-request CSV rows, streamed as responses arrive.
+    Csv,
 }
 
 impl QuickArgs {
@@ -116,8 +119,9 @@ impl QuickArgs {
         match self.output.as_deref() {
             None => Ok(OutputFormat::Text),
             Some("json") => Ok(OutputFormat::Json),
+            Some("csv") => Ok(OutputFormat::Csv),
             Some(other) => Err(usage(format!(
-                "-o: unknown output format `{other}` (use json)"
+                "-o: unknown output format `{other}` (use csv or json)"
             ))),
         }
     }

@@ -3,6 +3,8 @@
 //! buffer to the shared sink (one lock per 64 KiB of lines, never per request). Without a
 //! sink nothing per request is kept. Each line names its request's `X-Request-Id`, written
 //! from the id's counter (only for the requests kept), so lines join a target's logs.
+//! The same machinery streams hey's `-o csv` rows ([`SampleSink::hey_csv`]): every response,
+//! one CSV row each, in hey's columns.
 
 use barrage_metrics::{ErrorKind, ResponseRecord};
 use rand::rngs::SmallRng;
@@ -13,9 +15,25 @@ use std::sync::Mutex;
 /// Buffered lines are handed to the sink beyond this size.
 const FLUSH_BYTES: usize = 64 << 10;
 
+/// How a kept request is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineFormat {
+    /// One JSON object a line (`--out samples`).
+    Ndjson,
+    /// hey's `-o csv` row: response-time, DNS+dialup, DNS, Request-write, Response-delay,
+    /// Response-read (seconds, 4 decimals), status-code, offset (seconds since the run
+    /// started, at the request's start). hey leaves failed requests out.
+    HeyCsv,
+}
+
+/// hey's CSV header, written before the first row.
+const HEY_CSV_HEADER: &str =
+    "response-time,DNS+dialup,DNS,Request-write,Response-delay,Response-read,status-code,offset\n";
+
 /// Where sampled requests go.
 pub struct SampleSink {
     rate: f64,
+    format: LineFormat,
     tags: Vec<String>,
     out: Mutex<Box<dyn Write + Send>>,
     /// The first write error, reported at the end of the run.
@@ -35,10 +53,21 @@ impl SampleSink {
     pub fn new(rate: f64, tags: Vec<String>, out: Box<dyn Write + Send>) -> Self {
         Self {
             rate,
+            format: LineFormat::Ndjson,
             tags,
             out: Mutex::new(out),
             failed: Mutex::new(None),
         }
+    }
+
+    /// hey's `-o csv`: every response as a CSV row, after hey's header (written now).
+    pub fn hey_csv(out: Box<dyn Write + Send>) -> Self {
+        let sink = Self {
+            format: LineFormat::HeyCsv,
+            ..Self::new(1.0, Vec::new(), out)
+        };
+        sink.write(HEY_CSV_HEADER.as_bytes());
+        sink
     }
 
     fn write(&self, bytes: &[u8]) {
@@ -115,6 +144,10 @@ impl Sampler {
         if !self.take() {
             return;
         }
+        if self.sink.format == LineFormat::HeyCsv {
+            self.hey_csv_row(record, at_ms);
+            return;
+        }
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
         self.start_line(at_ms, record.tag, request_id);
         let _ = writeln!(
@@ -131,6 +164,26 @@ impl Sampler {
         self.flush_if_full();
     }
 
+    /// hey's CSV row of `record`, completed `at_ms` into the run. Loopback runs resolve no
+    /// names, so the DNS column is 0 as in hey for an IP address; DNS+dialup is the connect
+    /// time of a request that opened its connection, else 0.
+    fn hey_csv_row(&mut self, record: &ResponseRecord, at_ms: f64) {
+        let s = |d: std::time::Duration| d.as_secs_f64();
+        let latency = s(record.latency);
+        let offset = (at_ms / 1000.0 - latency).max(0.0);
+        let _ = writeln!(
+            self.buffer,
+            "{latency:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{offset:.4}",
+            s(record.phases.connect.unwrap_or_default()),
+            0.0,
+            s(record.phases.write),
+            s(record.phases.wait),
+            s(record.phases.read),
+            record.status,
+        );
+        self.flush_if_full();
+    }
+
     /// Maybe keeps a failed request.
     pub(crate) fn error(
         &mut self,
@@ -139,7 +192,7 @@ impl Sampler {
         request_id: Option<u64>,
         at_ms: f64,
     ) {
-        if !self.take() {
+        if self.sink.format == LineFormat::HeyCsv || !self.take() {
             return;
         }
         self.start_line(at_ms, tag, request_id);
@@ -252,5 +305,34 @@ mod tests {
         assert_eq!(lines[0]["request_id"], "0000abcd-2-2710");
         assert_eq!(lines[1]["status"], 200);
         assert!(lines[1]["request_id"].is_null(), "{}", lines[1]);
+    }
+
+    #[test]
+    fn hey_csv_has_heys_header_and_one_row_per_response_without_errors() {
+        let shared = Shared::default();
+        let sink = Arc::new(SampleSink::hey_csv(Box::new(shared.clone())));
+        let mut sampler = Sampler::new(Arc::clone(&sink), 0, "x-".into());
+        let mut first = record();
+        first.phases = PhaseTimings {
+            connect: Some(Duration::from_micros(250)),
+            tls: None,
+            write: Duration::from_micros(50),
+            wait: Duration::from_micros(1000),
+            read: Duration::from_micros(200),
+        };
+        sampler.response(&first, Some(0), 2001.5);
+        sampler.error(0, ErrorKind::Timeout, Some(1), 2002.0);
+        let mut second = record();
+        second.status = 404;
+        sampler.response(&second, Some(2), 3000.0);
+        sampler.flush();
+        sink.finish().unwrap();
+        let text = String::from_utf8(shared.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            text,
+            "response-time,DNS+dialup,DNS,Request-write,Response-delay,Response-read,status-code,offset\n\
+             0.0015,0.0003,0.0000,0.0001,0.0010,0.0002,200,2.0000\n\
+             0.0015,0.0000,0.0000,0.0000,0.0000,0.0000,404,2.9985\n"
+        );
     }
 }

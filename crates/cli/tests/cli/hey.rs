@@ -266,6 +266,84 @@ fn text_summary_has_hey_details() {
     assert_eq!(histogram.lines().count(), 11, "hey's 11 rows:\n{histogram}");
 }
 
+#[test]
+fn o_csv_streams_heys_rows_one_per_request() {
+    let target = Target::start();
+    let out = barrage(
+        &[
+            "quick",
+            "-n",
+            "30",
+            "-c",
+            "3",
+            "-o",
+            "csv",
+            &target.url("/"),
+        ],
+        LIMIT,
+    );
+    out.expect_success();
+    let mut lines = out.stdout.lines();
+    assert_eq!(
+        lines.next(),
+        Some("response-time,DNS+dialup,DNS,Request-write,Response-delay,Response-read,status-code,offset"),
+        "{}",
+        out.stdout
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(
+        rows.len(),
+        30,
+        "one row per request, no summary:\n{}",
+        out.stdout
+    );
+    for row in &rows {
+        assert_eq!(row.len(), 8, "{row:?}");
+        assert_eq!(row[6], "200", "{row:?}");
+        let seconds: Vec<f64> = [0, 1, 2, 3, 4, 5, 7]
+            .iter()
+            .map(|&i| {
+                let (_, decimals) = row[i].split_once('.').expect("hey's %4.4f");
+                assert_eq!(decimals.len(), 4, "{row:?}");
+                row[i].parse::<f64>().unwrap()
+            })
+            .collect();
+        assert!(
+            seconds
+                .iter()
+                .all(|s| (0.0..LIMIT.as_secs_f64()).contains(s)),
+            "{row:?}"
+        );
+        // The phases fit in the response time (each rounded to 0.1 ms).
+        assert!(
+            seconds[3] + seconds[4] + seconds[5] <= seconds[0] + 0.0003,
+            "{row:?}"
+        );
+    }
+    // A loopback request may round to 0.0000 s; all of them together take time.
+    let total: f64 = rows.iter().map(|r| r[0].parse::<f64>().unwrap()).sum();
+    assert!(total > 0.0, "{}", out.stdout);
+    let samples = scratch_file("o-csv-samples.ndjson", b"");
+    let samples = format!("samples={}:1", samples.display());
+    let bad = barrage(
+        &[
+            "quick",
+            "-n",
+            "1",
+            "-c",
+            "1",
+            "-o",
+            "csv",
+            "--out",
+            &samples,
+            &target.url("/"),
+        ],
+        LIMIT,
+    );
+    assert_eq!(bad.code(), Some(2), "{}", bad.stderr);
+    assert!(bad.stderr.contains("-o csv"), "{}", bad.stderr);
+}
+
 // ---------------------------------------------------------------------------------------
 // Parity with hey
 // ---------------------------------------------------------------------------------------
