@@ -119,6 +119,14 @@ fn seconds(d: std::time::Duration) -> String {
 /// The path with substituted values as `:var` placeholders; a value at the very start, or
 /// followed by a character that would continue the placeholder's name, stays as recorded.
 pub fn path_pieces(path: &str, subs: &[(String, String)]) -> Vec<Piece> {
+    // A value the path starts with (a whole recorded `Location`) can never be a placeholder;
+    // leaving it out lets the shorter values inside it be substituted.
+    let subs: Vec<(String, String)> = subs
+        .iter()
+        .filter(|(value, _)| !path.starts_with(value.as_str()))
+        .cloned()
+        .collect();
+    let subs = subs.as_slice();
     let pieces = split(path, subs);
     let value_of = |var: &str| {
         subs.iter()

@@ -55,7 +55,10 @@ impl FlowCorrelation {
             result.substitutions[i] = subs;
             for (value, name, extractor) in candidates(request) {
                 let sent_before = texts[..=i].iter().any(|t| t.contains(value.as_str()));
-                let used_later = texts[i + 1..].iter().any(|t| t.contains(value.as_str()));
+                let used_later = flow.requests[i + 1..]
+                    .iter()
+                    .zip(&texts[i + 1..])
+                    .any(|(r, t)| substitutable(&value, r, t));
                 if sent_before || !used_later {
                     continue;
                 }
@@ -73,6 +76,15 @@ impl FlowCorrelation {
             }
         }
         result
+    }
+}
+
+/// Whether `value` occurs in `text` (of `request`) where a variable can take its place: not
+/// as the start of the path, which a placeholder cannot be.
+fn substitutable(value: &str, request: &RecordedRequest, text: &str) -> bool {
+    match request.path.strip_prefix(value) {
+        Some(_) => text[value.len()..].contains(value),
+        None => text.contains(value),
     }
 }
 
@@ -99,7 +111,7 @@ fn candidates(request: &RecordedRequest) -> Vec<(String, String, Extractor)> {
     let is_json = response.content_type == "application/json" || response.content_type.ends_with("+json");
     if let (true, Some(body)) = (is_json, &response.body) {
         if let Ok(json) = serde_json::from_slice::<serde_json::Value>(body) {
-            walk(&json, "$", "", &mut found);
+            walk(&json, "$", "", "", &mut found);
         }
     }
     if let Some(location) = &response.location {
@@ -118,26 +130,41 @@ fn candidates(request: &RecordedRequest) -> Vec<(String, String, Extractor)> {
     found
 }
 
-fn walk(json: &serde_json::Value, path: &str, key: &str, found: &mut Vec<(String, String, Extractor)>) {
+/// Collects the leaves of `json` worth correlating; `key` is the member holding this value,
+/// `parent` the one holding that (a bare `id` is named after its object: `user_id`).
+fn walk(
+    json: &serde_json::Value,
+    path: &str,
+    key: &str,
+    parent: &str,
+    found: &mut Vec<(String, String, Extractor)>,
+) {
+    let name = || {
+        if key.eq_ignore_ascii_case("id") && !parent.is_empty() {
+            var_name(&format!("{parent}_{key}"))
+        } else {
+            var_name(key)
+        }
+    };
     match json {
         serde_json::Value::Object(map) => {
             for (k, v) in map {
-                walk(v, &format!("{path}{}", member(k)), k, found);
+                walk(v, &format!("{path}{}", member(k)), k, key, found);
             }
         }
         serde_json::Value::Array(items) => {
             for (i, v) in items.iter().enumerate() {
-                walk(v, &format!("{path}[{i}]"), key, found);
+                walk(v, &format!("{path}[{i}]"), key, parent, found);
             }
         }
         serde_json::Value::String(s) if s.len() >= MIN_STRING && !s.contains(['\n', '\r']) => {
-            found.push((s.clone(), var_name(key), json_path(path)));
+            found.push((s.clone(), name(), json_path(path)));
         }
         serde_json::Value::Number(n) if n.is_u64() => {
             let text = n.to_string();
             let id_key = key.to_ascii_lowercase().ends_with("id");
             if id_key && text.len() >= MIN_NUMBER_DIGITS {
-                found.push((text, var_name(key), json_path(path)));
+                found.push((text, name(), json_path(path)));
             }
         }
         _ => {}
