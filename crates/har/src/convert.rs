@@ -201,7 +201,10 @@ fn write_body(
         return;
     };
     match std::str::from_utf8(body) {
-        Ok(text) if text.len() <= INLINE_BODY_LIMIT || split(text, subs).len() > 1 => {
+        Ok(text)
+            if text.len() <= INLINE_BODY_LIMIT
+                || split(text, subs).iter().any(|p| matches!(p, Piece::Var(_))) =>
+        {
             let _ = writeln!(out, "    payload: {},", js_expression(text, subs));
         }
         _ => {

@@ -6,8 +6,10 @@ pub mod convert;
 pub mod correlate;
 pub mod model;
 pub mod recording;
+pub mod replay;
 
 pub use convert::{convert, ConvertOptions, Converted};
 pub use correlate::{Correlation, FlowCorrelation};
 pub use model::{parse_har, read_har, Har, HarError};
 pub use recording::{Flow, HostMap, RecordedRequest, RecordedResponse, Recording};
+pub use replay::{replay_plan, ReplayOptions, REPLAY_GRACE};

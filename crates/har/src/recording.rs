@@ -106,6 +106,8 @@ pub struct RecordedRequest {
     /// Think time before this request: the recorded gap since the previous request of the
     /// flow ended (zero when under [`MIN_THINK_TIME`] or overlapping).
     pub think: Duration,
+    /// How long the recorded exchange took.
+    pub recorded_time: Duration,
     pub tag: String,
     /// The static-asset kind (`css`, `js`, `image`, `font`, `media`), by response type.
     pub static_kind: Option<&'static str>,
@@ -240,6 +242,7 @@ impl Recording {
                 body,
                 offset,
                 think,
+                recorded_time: entry.duration(),
                 static_kind,
                 response,
             });
@@ -262,9 +265,12 @@ impl Recording {
         self.flows.iter().flat_map(|f| f.requests.iter())
     }
 
-    /// From the first request's start to the last one's.
+    /// From the first request's start to the end of the last exchange.
     pub fn span(&self) -> Duration {
-        self.requests().map(|r| r.offset).max().unwrap_or_default()
+        self.requests()
+            .map(|r| r.offset + r.recorded_time)
+            .max()
+            .unwrap_or_default()
     }
 }
 
