@@ -1,0 +1,202 @@
+//! `barrage convert har` and `barrage replay` end to end against the bundled target: recorded
+//! flows converted into scripts that run, replay with and without correlation, recorded
+//! arrival offsets kept, and bad recordings refused with one line and exit 2.
+
+use crate::support::*;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn fixture(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../har/tests/fixtures")
+        .join(name);
+    path.to_str().unwrap().to_string()
+}
+
+fn summary(path: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Replays `har` against `target` (its recorded host mapped there); the summary.
+fn replay(target: &Target, har: &str, host: &str, extra: &[&str]) -> Value {
+    let json = scratch_file("replay-summary.json", b"");
+    let map = format!("{host}=http://{}", target.addr);
+    let mut args = vec![
+        "replay",
+        har,
+        "--map-host",
+        &map,
+        "--json",
+        json.to_str().unwrap(),
+        "--no-results",
+    ];
+    args.extend_from_slice(extra);
+    barrage(&args, LIMIT).expect_success();
+    summary(&json)
+}
+
+#[test]
+fn token_then_pings_replayed_with_correlation_each_ping_carries_a_fresh_token() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = fixture("token_pings.har");
+    // Three rounds, each its own client: every round's pings carry the token it was issued.
+    let s = replay(&target, &har, "api.recorded.test", &["--loop", "3", "--speed", "4"]);
+    assert_eq!(u(&s["status_codes"], "200"), 12, "{s:#}");
+    assert!(s["status_codes"].get("401").is_none(), "{s:#}");
+    assert_eq!(u(tag(&s, "GET /ping"), "requests"), 9);
+    // Without correlation the recorded token goes out, which this target never issued.
+    let s = replay(&target, &har, "api.recorded.test", &["--no-correlate"]);
+    assert_eq!(u(&s["status_codes"], "401"), 3, "{s:#}");
+    assert_eq!(u(&s["status_codes"], "200"), 1, "{s:#}");
+}
+
+#[test]
+fn converted_recordings_plan_and_run_as_they_are() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let url = format!("http://{}", target.addr);
+    for (name, extra) in [
+        ("token_pings", &[][..]),
+        ("login_flow", &[][..]),
+        ("browser_page_load", &["--skip-host", "www.google-analytics.com"][..]),
+    ] {
+        let script = scratch_file(&format!("{name}.js"), b"");
+        let mut args = vec!["convert", "har"];
+        let har = fixture(&format!("{name}.har"));
+        args.push(&har);
+        args.extend_from_slice(&["-o", script.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        let out = barrage(&args, LIMIT);
+        out.expect_success();
+        assert!(out.stdout.starts_with("wrote "), "{}", out.stdout);
+        let json = scratch_file(&format!("{name}-summary.json"), b"");
+        let run = barrage(
+            &[
+                "run",
+                script.to_str().unwrap(),
+                "--target",
+                &url,
+                "--duration-limit",
+                "2s",
+                "--json",
+                json.to_str().unwrap(),
+                "--no-results",
+            ],
+            LIMIT,
+        );
+        run.expect_success();
+        let s = summary(&json);
+        assert!(u(&s["status_codes"], "200") > 0, "{name}: {s:#}");
+        if name == "token_pings" {
+            assert!(s["status_codes"].get("401").is_none(), "{name}: {s:#}");
+        }
+        if name == "browser_page_load" {
+            assert!(u(tag(&s, "static css"), "requests") > 0, "{s:#}");
+        }
+    }
+}
+
+/// A recording of four page views, 300 ms apart, each one request.
+fn paced_recording() -> PathBuf {
+    let entries: Vec<String> = (0..4)
+        .map(|i| {
+            format!(
+                r#"{{"pageref":"p{i}","startedDateTime":"2026-11-20T09:00:0{}.{:03}Z","time":3,
+                "request":{{"method":"GET","url":"http://paced.recorded.test/anything/page/{}","headers":[]}},
+                "response":{{"status":200,"content":{{"mimeType":"application/json"}}}}}}"#,
+                (i * 300) / 1000,
+                (i * 300) % 1000,
+                ["a", "b", "c", "d"][i]
+            )
+        })
+        .collect();
+    let pages: Vec<String> = (0..4)
+        .map(|i| format!(r#"{{"id":"p{i}","title":"page {i}","startedDateTime":"2026-11-20T09:00:00Z"}}"#))
+        .collect();
+    let har = format!(
+        r#"{{"log":{{"version":"1.2","creator":{{"name":"test","version":"1"}},"pages":[{}],"entries":[{}]}}}}"#,
+        pages.join(","),
+        entries.join(",")
+    );
+    scratch_file("paced.har", har.as_bytes())
+}
+
+#[test]
+fn replay_at_speed_1_keeps_the_recorded_arrival_offsets() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = paced_recording();
+    for (speed, gap_ms) in [("1", 300.0), ("2", 150.0)] {
+        let samples = scratch_file("paced-samples.ndjson", b"");
+        let spec = format!("samples={}:1", samples.display());
+        let s = replay(
+            &target,
+            har.to_str().unwrap(),
+            "paced.recorded.test",
+            &["--speed", speed, "--out", &spec],
+        );
+        assert_eq!(u(&s["status_codes"], "200"), 4, "{s:#}");
+        let lag_ms = f(&s["self_check"]["scheduler_lag"], "max_us") / 1000.0;
+        let mut starts: Vec<(u64, f64)> = std::fs::read_to_string(&samples)
+            .unwrap()
+            .lines()
+            .map(|line| {
+                let v: Value = serde_json::from_str(line).unwrap();
+                let phases = ["connecting_ms", "sending_ms", "waiting_ms", "receiving_ms"]
+                    .iter()
+                    .map(|k| f(&v, k))
+                    .sum::<f64>();
+                let page = v["tag"].as_str().unwrap().rsplit('/').next().unwrap();
+                let index = ["a", "b", "c", "d"].iter().position(|p| *p == page).unwrap();
+                (index as u64, f(&v, "t_ms") - phases)
+            })
+            .collect();
+        starts.sort_by_key(|(page, _)| *page);
+        assert_eq!(starts.len(), 4, "{starts:?}");
+        for (page, start) in starts {
+            let planned = page as f64 * gap_ms;
+            // Never early; late by no more than the scheduler's own measured lag (and the
+            // moment between a wake-up and the first byte written).
+            assert!(
+                start >= planned - 1.0 && start <= planned + lag_ms + 5.0,
+                "speed {speed}: page {page} sent at {start:.1} ms, recorded {planned} ms, lag {lag_ms} ms"
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_recordings_are_one_line_and_exit_2() {
+    let not_json = scratch_file("broken.har", b"{\"log\": {\"version\": \"1.2\",\n \"entries\": [}");
+    let out = barrage(&["replay", not_json.to_str().unwrap()], LIMIT);
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("broken.har:2:"), "{}", out.stderr);
+    assert!(out.stderr.contains("not valid JSON"), "{}", out.stderr);
+
+    let har = fixture("token_pings.har");
+    let out = barrage(&["replay", &har], LIMIT);
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("log.entries[0].request.url: host `api.recorded.test:8080` is not mapped"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+
+    let missing = scratch_file(
+        "missing.har",
+        br#"{"log":{"version":"1.2","entries":[{"startedDateTime":"2026-01-01T00:00:00Z","request":{"url":"http://a/"},"response":{"status":200}}]}}"#,
+    );
+    let out = barrage(&["convert", "har", missing.to_str().unwrap(), "-o", "/dev/null"], LIMIT);
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("log.entries[0].request: missing field `method`"), "{}", out.stderr);
+
+    let out = barrage(&["replay", &har, "--map-host", "nothing", "--speed", "0"], LIMIT);
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+}
