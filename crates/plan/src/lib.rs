@@ -27,7 +27,7 @@ pub use redact::{redact_url, Redaction, REDACTED, SENSITIVE_HEADERS};
 pub use segment::{Segment, SegmentError};
 pub use session::{
     walk_steps, walk_steps_mut, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource,
-    Extraction, Extractor, HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value,
+    Extraction, Extractor, HeaderField, JsonTemplate, JwtAlgorithm, JwtResign, Method, RequestStep, Session, Step, Value,
     Wait,
 };
 pub use stages::{Piece, Stages};

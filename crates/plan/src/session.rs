@@ -103,6 +103,64 @@ pub enum Binding {
     RandomString { length: usize },
     /// A random (version 4) UUID.
     Uuid,
+    /// A JSON Web Token re-signed when the step runs: `iat` now, `nbf` and `exp` moved with
+    /// it, claims overridden, signed with the test's key (`barrage replay --jwt-*`,
+    /// `session.ds.generate("jwt", ...)`).
+    Jwt(Box<JwtResign>),
+}
+
+/// How a recorded JWT is made valid again, per client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JwtResign {
+    /// The token to re-sign: recorded text, or a per-client value (an extracted token).
+    pub token: Value,
+    pub algorithm: JwtAlgorithm,
+    /// The HMAC secret, or the PEM private key (RS256, ES256, EdDSA); read when the plan
+    /// was made, redacted from everything a run keeps.
+    pub key: String,
+    /// `exp` is `iat` plus this; none: the token's own lifetime (`exp - iat`, one hour when
+    /// it has no `iat`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::duration_ms::option"
+    )]
+    pub lifetime: Option<std::time::Duration>,
+    /// Claims set over the token's own, as JSON text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<(String, String)>,
+}
+
+/// The JWS algorithms barrage signs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JwtAlgorithm {
+    HS256,
+    HS384,
+    HS512,
+    RS256,
+    ES256,
+    EdDSA,
+}
+
+impl JwtAlgorithm {
+    pub const NAMES: &'static str = "HS256, HS384, HS512, RS256, ES256, EdDSA";
+
+    pub fn parse(name: &str) -> Option<JwtAlgorithm> {
+        Some(match name {
+            "HS256" => JwtAlgorithm::HS256,
+            "HS384" => JwtAlgorithm::HS384,
+            "HS512" => JwtAlgorithm::HS512,
+            "RS256" => JwtAlgorithm::RS256,
+            "ES256" => JwtAlgorithm::ES256,
+            "EdDSA" => JwtAlgorithm::EdDSA,
+            _ => return None,
+        })
+    }
+
+    /// Whether the key is a shared secret (else a PEM private key).
+    pub fn is_hmac(self) -> bool {
+        matches!(self, JwtAlgorithm::HS256 | JwtAlgorithm::HS384 | JwtAlgorithm::HS512)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

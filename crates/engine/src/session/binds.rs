@@ -19,6 +19,8 @@ use std::time::Duration;
 pub(crate) struct CompiledBind {
     pub var: VarId,
     pub binding: Binding,
+    /// The compiled form of a `jwt` binding (its key parsed, its token a value).
+    pub jwt: Option<Box<super::jwt::CompiledJwt>>,
 }
 
 /// One worker's sequential-pick cursors, one per data source.
@@ -55,7 +57,20 @@ impl CompiledBind {
             }
             ref other => other.clone(),
         };
-        Self { var, binding }
+        Self {
+            var,
+            binding,
+            jwt: None,
+        }
+    }
+
+    /// A `jwt` binding, compiled.
+    pub(crate) fn jwt(var: VarId, binding: &Binding, jwt: super::jwt::CompiledJwt) -> Self {
+        Self {
+            var,
+            binding: binding.clone(),
+            jwt: Some(Box::new(jwt)),
+        }
     }
 
     /// Binds the variable for one client. A pick from an empty source leaves it unset.
@@ -86,6 +101,16 @@ impl CompiledBind {
                 text.extend((0..length).map(|_| char::from(rng.sample(Alphanumeric))));
             }
             Binding::Uuid => write_uuid_v4(rng.gen(), state.set_text(self.var)),
+            Binding::Jwt(_) => {
+                let Some(jwt) = &self.jwt else {
+                    return;
+                };
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                let token = jwt.token_for(super::values::Eval { state, data }, now);
+                state.set_text(self.var).push_str(&token);
+            }
         }
     }
 }

@@ -238,7 +238,15 @@ impl Compiler<'_, '_> {
                 }
                 Step::Bind { var, binding } => {
                     let var = self.scope.var(var);
-                    self.out.binds.push(CompiledBind::new(var, binding));
+                    let bind = match binding {
+                        barrage_plan::Binding::Jwt(resign) => CompiledBind::jwt(
+                            var,
+                            binding,
+                            super::jwt::CompiledJwt::compile(resign, &mut self.scope)?,
+                        ),
+                        other => CompiledBind::new(var, other),
+                    };
+                    self.out.binds.push(bind);
                     self.emit(Instr::Bind((self.out.binds.len() - 1) as u32));
                 }
                 Step::Times { count, steps } => {
