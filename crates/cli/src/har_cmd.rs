@@ -80,11 +80,123 @@ pub struct ReplayArgs {
     #[arg(long)]
     print_plan: bool,
     #[command(flatten)]
+    transforms: TransformArgs,
+    #[command(flatten)]
     overrides: OverrideArgs,
     #[command(flatten)]
     outputs: OutputArgs,
     #[command(flatten)]
     record: record::RecordArgs,
+}
+
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TransformArgs {
+    /// Re-sign every JWT the requests carry with this algorithm (HS256, HS384, HS512, RS256,
+    /// ES256, EdDSA): iat now, nbf/exp moved with it, per client
+    #[arg(long, value_name = "ALG", requires = "jwt_key")]
+    jwt_alg: Option<String>,
+    /// The signing key: the HMAC secret (the file's bytes) or a PEM private key
+    #[arg(long, value_name = "FILE", requires = "jwt_alg")]
+    jwt_key: Option<PathBuf>,
+    /// Re-signed tokens expire this long after they are issued (default: as recorded)
+    #[arg(long, value_name = "DURATION", requires = "jwt_alg", allow_hyphen_values = true)]
+    jwt_lifetime: Option<String>,
+    /// Set a claim of re-signed tokens (VALUE is JSON, or else text); repeatable
+    #[arg(long, value_name = "NAME=VALUE", requires = "jwt_alg")]
+    jwt_claim: Vec<String>,
+    /// Replace a value everywhere in the requests (paths, header values, bodies); repeatable
+    #[arg(long, value_name = "OLD=NEW")]
+    replace: Vec<String>,
+    /// Send this header with every request, instead of a recorded one of that name; repeatable
+    #[arg(long, value_name = "'NAME: VALUE'")]
+    set_header: Vec<String>,
+    /// Leave this recorded header out of every request; repeatable
+    #[arg(long, value_name = "NAME")]
+    remove_header: Vec<String>,
+}
+
+impl TransformArgs {
+    fn resolve(&self) -> anyhow::Result<barrage_har::Transforms> {
+        let pair = |flag: &str, text: &str, sep: char| {
+            text.split_once(sep)
+                .filter(|(name, _)| !name.trim().is_empty())
+                .map(|(a, b)| (a.trim().to_string(), b.trim_start().to_string()))
+                .ok_or_else(|| usage(format!("{flag} `{text}`: expected NAME{sep}VALUE")))
+        };
+        let jwt = match (&self.jwt_alg, &self.jwt_key) {
+            (Some(alg), Some(file)) => {
+                let algorithm = barrage_plan::JwtAlgorithm::parse(alg).ok_or_else(|| {
+                    usage(format!(
+                        "--jwt-alg `{alg}`: expected one of {}",
+                        barrage_plan::JwtAlgorithm::NAMES
+                    ))
+                })?;
+                let key = std::fs::read_to_string(file).map_err(|e| {
+                    usage(format!("--jwt-key: cannot read {}: {e}", file.display()))
+                })?;
+                let key = if algorithm.is_hmac() {
+                    key.trim_end_matches(['\r', '\n']).to_string()
+                } else {
+                    key
+                };
+                let lifetime = self
+                    .jwt_lifetime
+                    .as_deref()
+                    .map(|d| values::positive_duration_flag("--jwt-lifetime", d, false))
+                    .transpose()?;
+                let claims = self
+                    .jwt_claim
+                    .iter()
+                    .map(|c| {
+                        let (name, value) = pair("--jwt-claim", c, '=')?;
+                        let json = match serde_json::from_str::<serde_json::Value>(&value) {
+                            Ok(_) => value,
+                            Err(_) => serde_json::Value::from(value).to_string(),
+                        };
+                        Ok((name, json))
+                    })
+                    .collect::<anyhow::Result<_>>()?;
+                Some(barrage_har::JwtOptions {
+                    algorithm,
+                    key,
+                    lifetime,
+                    claims,
+                })
+            }
+            _ => None,
+        };
+        let set_headers = self
+            .set_header
+            .iter()
+            .map(|h| {
+                let (name, value) = pair("--set-header", h, ':')?;
+                let header = barrage_plan::Header {
+                    name: name.clone(),
+                    value: value.clone(),
+                };
+                match header.problem() {
+                    Some(problem) => Err(usage(format!("--set-header `{h}`: {problem}"))),
+                    None => Ok((name, value)),
+                }
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let replace = self
+            .replace
+            .iter()
+            .map(|r| {
+                r.split_once('=')
+                    .filter(|(old, _)| !old.is_empty())
+                    .map(|(a, b)| (a.to_string(), b.to_string()))
+                    .ok_or_else(|| usage(format!("--replace `{r}`: expected OLD=NEW")))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        Ok(barrage_har::Transforms {
+            jwt,
+            replace,
+            set_headers,
+            remove_headers: self.remove_header.clone(),
+        })
+    }
 }
 
 fn read(file: &Path, hosts: &HostMap, require_mapping: bool) -> anyhow::Result<Recording> {
@@ -153,6 +265,7 @@ pub fn replay_command(args: &ReplayArgs) -> anyhow::Result<i32> {
             speed: args.speed,
             loops: args.loops,
             correlate: !args.no_correlate,
+            transforms: args.transforms.resolve()?,
         },
     );
     overrides.apply(&mut plan)?;

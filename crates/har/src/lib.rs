@@ -12,4 +12,4 @@ pub use convert::{convert, ConvertOptions, Converted};
 pub use correlate::{Correlation, FlowCorrelation};
 pub use model::{parse_har, read_har, Har, HarError};
 pub use recording::{Flow, HostMap, RecordedRequest, RecordedResponse, Recording};
-pub use replay::{replay_plan, ReplayOptions, REPLAY_GRACE};
+pub use replay::{replay_plan, JwtOptions, ReplayOptions, Transforms, REPLAY_GRACE};

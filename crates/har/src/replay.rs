@@ -7,8 +7,9 @@ use crate::convert::path_pieces;
 use crate::correlate::{split, FlowCorrelation, Piece};
 use crate::recording::{Flow, RecordedRequest, Recording};
 use barrage_plan::{
-    Body, Extraction, HeaderField, MetricsSpec, Plan, RecordedArrival, RecordedArrivals,
-    RequestStep, Session, Step, TestOptions, Value, Wait, Workload, PLAN_FORMAT_VERSION,
+    Binding, Body, Extraction, HeaderField, JwtAlgorithm, JwtResign, MetricsSpec, Plan,
+    RecordedArrival, RecordedArrivals, RequestStep, Session, Step, TestOptions, Value, Wait,
+    Workload, PLAN_FORMAT_VERSION,
 };
 use std::time::Duration;
 
@@ -24,6 +25,53 @@ pub struct ReplayOptions {
     /// Play the recording this many times, one after the other.
     pub loops: u32,
     pub correlate: bool,
+    pub transforms: Transforms,
+}
+
+/// What replay changes in the recorded requests, per client at run time (JWTs) or in the
+/// plan it compiles (the recording itself is never edited).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Transforms {
+    /// Re-sign every JWT the requests carry (`--jwt-*`).
+    pub jwt: Option<JwtOptions>,
+    /// `--replace OLD=NEW`: in paths, header values and bodies.
+    pub replace: Vec<(String, String)>,
+    /// `--set-header 'Name: value'`: replaces a recorded header of that name, or adds it.
+    pub set_headers: Vec<(String, String)>,
+    /// `--remove-header Name`.
+    pub remove_headers: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct JwtOptions {
+    pub algorithm: JwtAlgorithm,
+    pub key: String,
+    pub lifetime: Option<Duration>,
+    pub claims: Vec<(String, String)>,
+}
+
+/// A JWT in compact serialisation: two base64url JSON objects (`eyJ` is `{"`) and a signature.
+fn find_jwts(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let is_b64 = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+    let mut found = Vec::new();
+    let mut at = 0;
+    while let Some(offset) = text[at..].find("eyJ") {
+        let start = at + offset;
+        let mut end = start;
+        let mut dots = 0;
+        while end < bytes.len() && (is_b64(bytes[end]) || (bytes[end] == b'.' && dots < 2)) {
+            dots += usize::from(bytes[end] == b'.');
+            end += 1;
+        }
+        let candidate = &text[start..end];
+        let boundary = start == 0 || !is_b64(bytes[start - 1]);
+        if boundary && dots == 2 && candidate.split('.').nth(1).is_some_and(|p| p.starts_with("eyJ")) {
+            found.push(candidate);
+        }
+        at = end.max(start + 3);
+    }
+    found
 }
 
 /// The plan that replays `recording`.
@@ -68,12 +116,17 @@ pub fn replay_plan(recording: &Recording, options: &ReplayOptions) -> Plan {
 }
 
 fn flow_session(flow: &Flow, options: &ReplayOptions, tags: &mut Vec<String>) -> Session {
-    let correlation = if options.correlate {
+    let flow = &transformed(flow, &options.transforms);
+    let mut correlation = if options.correlate {
         FlowCorrelation::find(flow)
     } else {
         FlowCorrelation::none(flow)
     };
-    let mut steps = Vec::new();
+    let binds = match &options.transforms.jwt {
+        Some(jwt) => resign_jwts(flow, &mut correlation, jwt),
+        None => JwtBinds::default(),
+    };
+    let mut steps = binds.at_start;
     for (i, request) in flow.requests.iter().enumerate() {
         if !request.think.is_zero() {
             steps.push(Step::Wait(Wait::Fixed {
@@ -96,12 +149,99 @@ fn flow_session(flow: &Flow, options: &ReplayOptions, tags: &mut Vec<String>) ->
             })
             .collect();
         steps.push(Step::Request(step));
+        steps.extend(binds.after.iter().filter(|(at, _)| *at == i).map(|(_, step)| step.clone()));
     }
     Session {
         name: flow.name.clone(),
         weight: 1,
         steps,
     }
+}
+
+/// The flow with `--replace`, `--set-header` and `--remove-header` applied.
+fn transformed(flow: &Flow, transforms: &Transforms) -> Flow {
+    let mut flow = flow.clone();
+    for request in &mut flow.requests {
+        for (old, new) in &transforms.replace {
+            request.path = request.path.replace(old.as_str(), new);
+            for (_, value) in &mut request.headers {
+                *value = value.replace(old.as_str(), new);
+            }
+            if let Some(text) = request.body.as_ref().and_then(|b| std::str::from_utf8(b).ok()) {
+                request.body = Some(text.replace(old.as_str(), new).into_bytes());
+            }
+        }
+        request
+            .headers
+            .retain(|(name, _)| !transforms.remove_headers.iter().any(|r| r.eq_ignore_ascii_case(name)));
+        for (name, value) in &transforms.set_headers {
+            match request.headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+                Some(header) => header.1 = value.clone(),
+                None => request.headers.push((name.clone(), value.clone())),
+            }
+        }
+    }
+    flow
+}
+
+/// The `jwt` bindings of a flow: recorded tokens re-signed when the session starts, tokens a
+/// response returned (correlated) re-signed right after that response.
+#[derive(Debug, Default)]
+struct JwtBinds {
+    at_start: Vec<Step>,
+    /// (request index, bind step) to run after that request.
+    after: Vec<(usize, Step)>,
+}
+
+/// Substitutes every JWT of the flow's requests by a re-signed variable.
+fn resign_jwts(flow: &Flow, correlation: &mut FlowCorrelation, jwt: &JwtOptions) -> JwtBinds {
+    let mut binds = JwtBinds::default();
+    // recorded token → the variable holding its re-signed form.
+    let mut resigned: Vec<(String, String)> = Vec::new();
+    let bind = |var: &str, token: Value| Step::Bind {
+        var: var.to_string(),
+        binding: Binding::Jwt(Box::new(JwtResign {
+            token,
+            algorithm: jwt.algorithm,
+            key: jwt.key.clone(),
+            lifetime: jwt.lifetime,
+            claims: jwt.claims.clone(),
+        })),
+    };
+    for (i, request) in flow.requests.iter().enumerate() {
+        let mut text = request.path.clone();
+        for (_, value) in &request.headers {
+            text.push('\n');
+            text.push_str(value);
+        }
+        if let Some(body) = request.body.as_ref().and_then(|b| std::str::from_utf8(b).ok()) {
+            text.push('\n');
+            text.push_str(body);
+        }
+        for token in find_jwts(&text) {
+            let var = match resigned.iter().find(|(t, _)| t == token) {
+                Some((_, var)) => var.clone(),
+                None => {
+                    let var = format!("jwt_{}", resigned.len() + 1);
+                    // A token a response returned is re-signed after that response.
+                    let source = correlation.extractions[..i].iter().enumerate().find_map(|(at, list)| {
+                        list.iter().find(|c| c.recorded == token).map(|c| (at, c.var.clone()))
+                    });
+                    match source {
+                        Some((at, from)) => binds.after.push((at, bind(&var, Value::Var { name: from }))),
+                        None => binds.at_start.push(bind(&var, Value::text(token))),
+                    }
+                    resigned.push((token.to_string(), var.clone()));
+                    var
+                }
+            };
+            let subs = &mut correlation.substitutions[i];
+            subs.retain(|(value, _)| value != token);
+            subs.push((token.to_string(), var));
+            subs.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
+        }
+    }
+    binds
 }
 
 fn request_step(request: &RecordedRequest, tag: usize, subs: &[(String, String)]) -> RequestStep {

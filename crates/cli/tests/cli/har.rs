@@ -200,3 +200,104 @@ fn bad_recordings_are_one_line_and_exit_2() {
     let out = barrage(&["replay", &har, "--map-host", "nothing", "--speed", "0"], LIMIT);
     assert_eq!(out.code(), Some(2), "{}", out.stderr);
 }
+
+/// The bearer token the bundled target's `/headers` echoed back (seen with `--http-debug`).
+fn echoed_token(stderr: &str) -> String {
+    let start = stderr
+        .find("\"Authorization\":\"Bearer ")
+        .unwrap_or_else(|| panic!("no echoed token in:\n{stderr}"))
+        + "\"Authorization\":\"Bearer ".len();
+    let end = stderr[start..].find('"').unwrap() + start;
+    stderr[start..end].to_string()
+}
+
+fn run_tool(program: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program} is needed by this test (.ci/run installs it): {e}"));
+    assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Replays the JWT fixture with `--jwt-alg ALG --jwt-key KEY` (and a claim and a lifetime);
+/// the token the target received.
+fn replayed_token(target: &Target, alg: &str, key: &std::path::Path) -> String {
+    let map = format!("api.recorded.test=http://{}", target.addr);
+    let har = fixture("jwt_api.har");
+    let out = barrage(
+        &[
+            "replay", &har, "--map-host", &map, "--jwt-alg", alg, "--jwt-key",
+            key.to_str().unwrap(), "--jwt-claim", "role=admin", "--jwt-lifetime", "10m",
+            "--http-debug=full", "--no-results",
+        ],
+        LIMIT,
+    );
+    out.expect_success();
+    // Never the recorded token, and the debug output does not show the header itself.
+    assert!(!out.stderr.contains("cmVjb3JkZWQtc2lnbmF0dXJl"), "{}", out.stderr);
+    echoed_token(&out.stderr)
+}
+
+fn check_claims(claims: &Value) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let iat = claims["iat"].as_i64().unwrap();
+    assert!((iat - now).abs() < 120, "{claims}");
+    assert_eq!(claims["nbf"].as_i64(), Some(iat), "{claims}");
+    assert_eq!(claims["exp"].as_i64(), Some(iat + 600), "{claims}");
+    assert_eq!(claims["sub"], "4711");
+    assert_eq!(claims["scope"], "orders");
+    assert_eq!(claims["role"], "admin");
+}
+
+#[test]
+fn replayed_jwts_are_resigned_and_verify_with_independent_implementations() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    // HS256, checked by Python's standard library.
+    let secret = scratch_file("jwt-secret.txt", b"replay-secret\n");
+    let token = replayed_token(&target, "HS256", &secret);
+    let verify = r#"
+import base64, hashlib, hmac, json, sys
+token, secret = sys.argv[1], open(sys.argv[2], 'rb').read().rstrip(b'\n')
+head, body, sig = token.split('.')
+pad = lambda s: s + '=' * (-len(s) % 4)
+expected = base64.urlsafe_b64encode(hmac.new(secret, (head + '.' + body).encode(), hashlib.sha256).digest()).rstrip(b'=').decode()
+assert hmac.compare_digest(expected, sig), 'bad signature'
+header = json.loads(base64.urlsafe_b64decode(pad(head)))
+assert header['alg'] == 'HS256' and header['kid'] == 'rec-1', header
+print(base64.urlsafe_b64decode(pad(body)).decode())
+"#;
+    let claims: Value =
+        serde_json::from_str(&run_tool("python3", &["-c", verify, &token, secret.to_str().unwrap()]))
+            .unwrap();
+    check_claims(&claims);
+
+    // EdDSA with a key OpenSSL made, and OpenSSL verifying the signature.
+    let key = scratch_file("jwt-ed25519.pem", b"");
+    let public = scratch_file("jwt-ed25519.pub.pem", b"");
+    run_tool("openssl", &["genpkey", "-algorithm", "ed25519", "-out", key.to_str().unwrap()]);
+    run_tool(
+        "openssl",
+        &["pkey", "-in", key.to_str().unwrap(), "-pubout", "-out", public.to_str().unwrap()],
+    );
+    let token = replayed_token(&target, "EdDSA", &key);
+    let (signed, signature) = token.rsplit_once('.').unwrap();
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let message = scratch_file("jwt-message", signed.as_bytes());
+    let sig = scratch_file("jwt-signature", &b64.decode(signature).unwrap());
+    let verified = run_tool(
+        "openssl",
+        &[
+            "pkeyutl", "-verify", "-pubin", "-inkey", public.to_str().unwrap(), "-rawin", "-in",
+            message.to_str().unwrap(), "-sigfile", sig.to_str().unwrap(),
+        ],
+    );
+    assert!(verified.contains("Signature Verified Successfully"), "{verified}");
+    let body = signed.split('.').nth(1).unwrap();
+    check_claims(&serde_json::from_slice(&b64.decode(body).unwrap()).unwrap());
+}
