@@ -76,6 +76,9 @@ pub struct ReplayArgs {
     /// Send values responses returned as recorded, instead of extracting them per client
     #[arg(long)]
     no_correlate: bool,
+    /// Do not check responses against the recorded ones (status, content type)
+    #[arg(long)]
+    no_compare: bool,
     /// Print the plan as JSON instead of running it
     #[arg(long)]
     print_plan: bool,
@@ -265,6 +268,7 @@ pub fn replay_command(args: &ReplayArgs) -> anyhow::Result<i32> {
             speed: args.speed,
             loops: args.loops,
             correlate: !args.no_correlate,
+            compare: !args.no_compare,
             transforms: args.transforms.resolve()?,
         },
     );

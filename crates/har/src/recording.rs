@@ -297,6 +297,12 @@ fn recorded_response(entry: &Entry) -> RecordedResponse {
         .unwrap_or("")
         .trim()
         .to_ascii_lowercase();
+    // What browsers write when a response had no type.
+    let content_type = if content_type == "x-unknown" {
+        String::new()
+    } else {
+        content_type
+    };
     let location = header(&response.headers, "location")
         .map(str::to_string)
         .or_else(|| (!response.redirect_url.is_empty()).then(|| response.redirect_url.clone()));

@@ -7,7 +7,7 @@ use crate::convert::path_pieces;
 use crate::correlate::{split, FlowCorrelation, Piece};
 use crate::recording::{Flow, RecordedRequest, Recording};
 use barrage_plan::{
-    Binding, Body, Extraction, HeaderField, JwtAlgorithm, JwtResign, MetricsSpec, Plan,
+    Binding, Body, Check, CompareOp, Condition, Extraction, HeaderField, JwtAlgorithm, JwtResign, MetricsSpec, Plan,
     RecordedArrival, RecordedArrivals, RequestStep, Session, Step, TestOptions, Value, Wait,
     Workload, PLAN_FORMAT_VERSION,
 };
@@ -25,6 +25,9 @@ pub struct ReplayOptions {
     /// Play the recording this many times, one after the other.
     pub loops: u32,
     pub correlate: bool,
+    /// Check each response against the recorded one (status, content type), counted per
+    /// request tag as named checks.
+    pub compare: bool,
     pub transforms: Transforms,
 }
 
@@ -148,13 +151,60 @@ fn flow_session(flow: &Flow, options: &ReplayOptions, tags: &mut Vec<String>) ->
                 extractor: c.extractor.clone(),
             })
             .collect();
-        steps.push(Step::Request(step));
+        if options.compare {
+            comparisons(request, &mut step, &mut steps);
+        } else {
+            steps.push(Step::Request(step));
+        }
         steps.extend(binds.after.iter().filter(|(at, _)| *at == i).map(|(_, step)| step.clone()));
     }
     Session {
         name: flow.name.clone(),
         weight: 1,
         steps,
+    }
+}
+
+/// Pushes the request and the checks that compare its response with the recorded one:
+/// `GET /x: status 200 as recorded`, `GET /x: content type application/json as recorded`.
+fn comparisons(request: &RecordedRequest, step: &mut RequestStep, steps: &mut Vec<Step>) {
+    let recorded = &request.response;
+    let content_type_var = format!("_content_type_{}", request.entry);
+    if !recorded.content_type.is_empty() {
+        step.extraction.push(Extraction {
+            var: content_type_var.clone(),
+            extractor: barrage_plan::Extractor::Header {
+                name: "Content-Type".into(),
+            },
+        });
+    }
+    steps.push(Step::Request(step.clone()));
+    steps.push(Step::Check(Check {
+        name: format!("{}: status {} as recorded", request.tag, recorded.status),
+        condition: Condition {
+            value: Value::LastStatus,
+            op: CompareOp::Eq,
+            expected: Value::Number {
+                value: f64::from(recorded.status),
+            },
+        },
+        fatal: false,
+    }));
+    if !recorded.content_type.is_empty() {
+        steps.push(Step::Check(Check {
+            name: format!(
+                "{}: content type {} as recorded",
+                request.tag, recorded.content_type
+            ),
+            condition: Condition {
+                value: Value::Var {
+                    name: content_type_var,
+                },
+                op: CompareOp::Contains,
+                expected: Value::text(recorded.content_type.clone()),
+            },
+            fatal: false,
+        }));
     }
 }
 

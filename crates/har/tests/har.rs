@@ -6,6 +6,8 @@
 mod convert;
 #[path = "har/read.rs"]
 mod read;
+#[path = "har/replay.rs"]
+mod replay;
 
 use std::path::{Path, PathBuf};
 

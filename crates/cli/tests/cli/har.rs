@@ -48,10 +48,29 @@ fn token_then_pings_replayed_with_correlation_each_ping_carries_a_fresh_token() 
     assert_eq!(u(&s["status_codes"], "200"), 12, "{s:#}");
     assert!(s["status_codes"].get("401").is_none(), "{s:#}");
     assert_eq!(u(tag(&s, "GET /ping"), "requests"), 9);
+    // Every response compared with the recorded one, per tag: all as recorded.
+    assert_eq!(check(&s, "GET /ping: status 200 as recorded"), (9, 0));
+    assert_eq!(
+        check(&s, "GET /ping: content type application/json as recorded"),
+        (9, 0)
+    );
     // Without correlation the recorded token goes out, which this target never issued.
     let s = replay(&target, &har, "api.recorded.test", &["--no-correlate"]);
     assert_eq!(u(&s["status_codes"], "401"), 3, "{s:#}");
     assert_eq!(u(&s["status_codes"], "200"), 1, "{s:#}");
+    assert_eq!(check(&s, "GET /ping: status 200 as recorded"), (0, 3));
+    assert_eq!(check(&s, "GET /random/get_token: status 200 as recorded"), (1, 0));
+}
+
+/// (passed, failed) of the check called `name`.
+fn check(summary: &Value, name: &str) -> (u64, u64) {
+    let check = summary["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name} in {summary:#}"));
+    (u(check, "passed"), u(check, "failed"))
 }
 
 #[test]

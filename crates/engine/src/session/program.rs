@@ -228,12 +228,21 @@ impl Compiler<'_, '_> {
                 }
                 Step::Check(check) => {
                     let condition = self.condition(&check.condition)?;
+                    // Checks of one name (and kind) count together, as k6 counts them: a
+                    // replay's "GET /x: status 200 as recorded" adds up over its requests.
+                    let key = (check.name.clone(), check.fatal);
+                    let metric = match self.plan_checks.iter().position(|c| *c == key) {
+                        Some(metric) => metric,
+                        None => {
+                            self.plan_checks.push(key);
+                            self.plan_checks.len() - 1
+                        }
+                    };
                     self.out.checks.push(CompiledCheck {
                         condition,
-                        metric: self.plan_checks.len(),
+                        metric,
                         fatal: check.fatal,
                     });
-                    self.plan_checks.push((check.name.clone(), check.fatal));
                     self.emit(Instr::Check((self.out.checks.len() - 1) as u32));
                 }
                 Step::Bind { var, binding } => {
