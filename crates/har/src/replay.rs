@@ -166,7 +166,8 @@ fn flow_session(flow: &Flow, options: &ReplayOptions, tags: &mut Vec<String>) ->
 }
 
 /// Pushes the request and the checks that compare its response with the recorded one:
-/// `GET /x: status 200 as recorded`, `GET /x: content type application/json as recorded`.
+/// `GET /x: status 200 as recorded`, `GET /x: content type application/json as recorded`,
+/// `GET /x: JSON shape as recorded` (same keys, same types: [`barrage_plan::json_shape`]).
 fn comparisons(request: &RecordedRequest, step: &mut RequestStep, steps: &mut Vec<Step>) {
     let recorded = &request.response;
     let content_type_var = format!("_content_type_{}", request.entry);
@@ -176,6 +177,19 @@ fn comparisons(request: &RecordedRequest, step: &mut RequestStep, steps: &mut Ve
             extractor: barrage_plan::Extractor::Header {
                 name: "Content-Type".into(),
             },
+        });
+    }
+    let shape = recorded
+        .body
+        .as_ref()
+        .filter(|_| recorded.content_type.contains("json"))
+        .and_then(|body| serde_json::from_slice::<serde_json::Value>(body).ok())
+        .map(|json| barrage_plan::json_shape(&json));
+    let shape_var = format!("_json_shape_{}", request.entry);
+    if shape.is_some() {
+        step.extraction.push(Extraction {
+            var: shape_var.clone(),
+            extractor: barrage_plan::Extractor::JsonShape,
         });
     }
     steps.push(Step::Request(step.clone()));
@@ -202,6 +216,17 @@ fn comparisons(request: &RecordedRequest, step: &mut RequestStep, steps: &mut Ve
                 },
                 op: CompareOp::Contains,
                 expected: Value::text(recorded.content_type.clone()),
+            },
+            fatal: false,
+        }));
+    }
+    if let Some(shape) = shape {
+        steps.push(Step::Check(Check {
+            name: format!("{}: JSON shape as recorded", request.tag),
+            condition: Condition {
+                value: Value::Var { name: shape_var },
+                op: CompareOp::Eq,
+                expected: Value::text(shape),
             },
             fatal: false,
         }));

@@ -26,7 +26,7 @@ pub use protocol::{
 pub use redact::{redact_url, Redaction, REDACTED, SENSITIVE_HEADERS};
 pub use segment::{Segment, SegmentError};
 pub use session::{
-    walk_steps, walk_steps_mut, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource,
+    json_shape, walk_steps, walk_steps_mut, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource,
     Extraction, Extractor, HeaderField, JsonTemplate, JwtAlgorithm, JwtResign, Method, RequestStep, Session, Step, Value,
     Wait,
 };

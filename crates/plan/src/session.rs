@@ -338,6 +338,49 @@ pub enum Extractor {
     /// of its result (of the first node, for a node set).
     #[serde(rename = "xpath")]
     XPath { expression: String },
+    /// The shape of the (decompressed) JSON body — its keys and the types of their values,
+    /// see [`json_shape`] — for comparing a replayed response with the recorded one.
+    JsonShape,
+}
+
+/// The shape of a JSON document as text: objects as their sorted keys with the shapes of
+/// their values, arrays as the shape of their first item, and `string`, `number`, `bool`,
+/// `null` for the rest (`{"id":1,"tags":["a"]}` → `{id:number,tags:[string]}`). Two
+/// responses of one API call have the same shape when only their values differ.
+pub fn json_shape(json: &serde_json::Value) -> String {
+    let mut out = String::new();
+    write_shape(json, &mut out);
+    out
+}
+
+fn write_shape(json: &serde_json::Value, out: &mut String) {
+    match json {
+        serde_json::Value::Null => out.push_str("null"),
+        serde_json::Value::Bool(_) => out.push_str("bool"),
+        serde_json::Value::Number(_) => out.push_str("number"),
+        serde_json::Value::String(_) => out.push_str("string"),
+        serde_json::Value::Array(items) => {
+            out.push('[');
+            if let Some(first) = items.first() {
+                write_shape(first, out);
+            }
+            out.push(']');
+        }
+        serde_json::Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(key);
+                out.push(':');
+                write_shape(&map[key], out);
+            }
+            out.push('}');
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -472,5 +515,21 @@ pub fn walk_steps_mut(steps: &mut [Step], visit: &mut impl FnMut(&mut Step)) {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_shapes_keep_keys_and_types_and_drop_values() {
+        let shape = |text: &str| json_shape(&serde_json::from_str(text).unwrap());
+        assert_eq!(
+            shape(r#"{"tags":["a","b"],"id":1,"ok":true,"n":null,"o":{"z":1.5,"a":"x"},"e":[]}"#),
+            "{e:[],id:number,n:null,o:{a:string,z:number},ok:bool,tags:[string]}"
+        );
+        assert_eq!(shape(r#"{"id":2,"tags":["c"]}"#), shape(r#"{"tags":["d"],"id":7}"#));
+        assert_ne!(shape(r#"{"id":"2"}"#), shape(r#"{"id":2}"#));
     }
 }

@@ -60,6 +60,15 @@ fn token_then_pings_replayed_with_correlation_each_ping_carries_a_fresh_token() 
     assert_eq!(u(&s["status_codes"], "200"), 1, "{s:#}");
     assert_eq!(check(&s, "GET /ping: status 200 as recorded"), (0, 3));
     assert_eq!(check(&s, "GET /random/get_token: status 200 as recorded"), (1, 0));
+    assert_eq!(check(&s, "GET /random/get_token: JSON shape as recorded"), (1, 0));
+    // {"ok":false} has the shape of the recorded {"ok":true}: only the status differs.
+    assert_eq!(check(&s, "GET /ping: JSON shape as recorded"), (3, 0));
+
+    // The login flow against the target's echo: same statuses mostly, other JSON shapes.
+    let s = replay(&target, &fixture("login_flow.har"), "shop.recorded.test", &["--speed", "20"]);
+    assert_eq!(check(&s, "POST /anything/api/login: JSON shape as recorded"), (0, 1));
+    assert_eq!(check(&s, "POST /anything/api/orders: status 201 as recorded"), (0, 1));
+    assert_eq!(check(&s, "GET /redirect-to: status 302 as recorded"), (1, 0));
 }
 
 /// (passed, failed) of the check called `name`.
