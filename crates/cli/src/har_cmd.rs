@@ -102,7 +102,12 @@ pub struct TransformArgs {
     #[arg(long, value_name = "FILE", requires = "jwt_alg")]
     jwt_key: Option<PathBuf>,
     /// Re-signed tokens expire this long after they are issued (default: as recorded)
-    #[arg(long, value_name = "DURATION", requires = "jwt_alg", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        requires = "jwt_alg",
+        allow_hyphen_values = true
+    )]
     jwt_lifetime: Option<String>,
     /// Set a claim of re-signed tokens (VALUE is JSON, or else text); repeatable
     #[arg(long, value_name = "NAME=VALUE", requires = "jwt_alg")]
@@ -209,8 +214,10 @@ fn read(file: &Path, hosts: &HostMap, require_mapping: bool) -> anyhow::Result<R
 }
 
 fn stem(path: &Path) -> String {
-    path.file_stem()
-        .map_or_else(|| "recording".to_string(), |s| s.to_string_lossy().into_owned())
+    path.file_stem().map_or_else(
+        || "recording".to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    )
 }
 
 /// `barrage convert har FILE -o OUT.js`: writes the script and its body files; returns
@@ -235,7 +242,8 @@ pub fn convert_command(args: &ConvertArgs) -> anyhow::Result<String> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let write = |path: &Path, bytes: &[u8]| {
-        std::fs::write(path, bytes).map_err(|e| usage(format!("-o: cannot write {}: {e}", path.display())))
+        std::fs::write(path, bytes)
+            .map_err(|e| usage(format!("-o: cannot write {}: {e}", path.display())))
     };
     write(&args.output, converted.script.as_bytes())?;
     for (name, bytes) in &converted.files {
@@ -257,10 +265,16 @@ pub fn convert_command(args: &ConvertArgs) -> anyhow::Result<String> {
 pub fn replay_command(args: &ReplayArgs) -> anyhow::Result<i32> {
     let overrides = args.overrides.resolve()?;
     if !overrides.defines.is_empty() {
-        return Err(usage("--define is for scripts; a recording has nothing to define"));
+        return Err(usage(
+            "--define is for scripts; a recording has nothing to define",
+        ));
     }
     // `--target` names where everything goes: then recorded hosts need no mapping.
-    let recording = read(&args.file, &args.hosts.host_map()?, overrides.target.is_none())?;
+    let recording = read(
+        &args.file,
+        &args.hosts.host_map()?,
+        overrides.target.is_none(),
+    )?;
     let mut plan = barrage_har::replay_plan(
         &recording,
         &barrage_har::ReplayOptions {

@@ -52,7 +52,11 @@ pub fn convert(recording: &Recording, options: &ConvertOptions) -> Converted {
             plural(recording.skipped)
         );
     }
-    let _ = writeln!(out, "definition.setTarget({});", js_string(&recording.target.to_string()));
+    let _ = writeln!(
+        out,
+        "definition.setTarget({});",
+        js_string(&recording.target.to_string())
+    );
     out.push_str("definition.setArrivalPhases([{ duration: 10, rate: 1 }]);\n");
     out.push_str("definition.setTestOptions({ cookies: true });\n");
     for flow in &recording.flows {
@@ -108,12 +112,8 @@ fn write_session(
 }
 
 fn seconds(d: std::time::Duration) -> String {
-    let ms = d.as_millis();
-    if ms % 1000 == 0 {
-        format!("{}", ms / 1000)
-    } else {
-        format!("{}", ms as f64 / 1000.0)
-    }
+    // Whole milliseconds; `{}` of a float prints `1` for 1.0 and `0.058` for 0.058.
+    format!("{}", d.as_millis() as f64 / 1000.0)
 }
 
 /// The path with substituted values as `:var` placeholders; a value at the very start, or
@@ -185,7 +185,12 @@ fn write_headers(out: &mut String, request: &RecordedRequest, subs: &[(String, S
     }
     out.push_str("    headers: {\n");
     for (name, value) in &request.headers {
-        let _ = writeln!(out, "      {}: {},", js_key(name), js_expression(value, subs));
+        let _ = writeln!(
+            out,
+            "      {}: {},",
+            js_key(name),
+            js_expression(value, subs)
+        );
     }
     out.push_str("    },\n");
 }
@@ -248,7 +253,9 @@ pub fn js_string(text: &str) -> String {
 
 fn js_key(name: &str) -> String {
     let plain = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '$')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
     if plain {
         name.to_string()
     } else {

@@ -108,7 +108,8 @@ fn request_text(request: &RecordedRequest) -> String {
 fn candidates(request: &RecordedRequest) -> Vec<(String, String, Extractor)> {
     let mut found = Vec::new();
     let response = &request.response;
-    let is_json = response.content_type == "application/json" || response.content_type.ends_with("+json");
+    let is_json =
+        response.content_type == "application/json" || response.content_type.ends_with("+json");
     if let (true, Some(body)) = (is_json, &response.body) {
         if let Ok(json) = serde_json::from_slice::<serde_json::Value>(body) {
             walk(&json, "$", "", "", &mut found);

@@ -158,7 +158,8 @@ impl HarError {
 /// Reads and checks a HAR file.
 pub fn read_har(path: &Path) -> Result<Har, HarError> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| HarError::new(&file, format!("cannot read: {e}")))?;
+    let bytes =
+        std::fs::read(path).map_err(|e| HarError::new(&file, format!("cannot read: {e}")))?;
     parse_har(&file, &bytes)
 }
 
@@ -186,9 +187,12 @@ pub fn parse_har(file: &str, bytes: &[u8]) -> Result<Har, HarError> {
             format!("{what}: {message}"),
         )
     })?;
-    deserializer
-        .end()
-        .map_err(|e| HarError::new(format!("{file}:{}", e.line()), "trailing data after the HAR document"))?;
+    deserializer.end().map_err(|e| {
+        HarError::new(
+            format!("{file}:{}", e.line()),
+            "trailing data after the HAR document",
+        )
+    })?;
     check(file, &har)?;
     Ok(har)
 }
@@ -205,16 +209,22 @@ fn check(file: &str, har: &Har) -> Result<(), HarError> {
         ));
     }
     if har.log.entries.is_empty() {
-        return Err(HarError::new(file, "log.entries: the recording has no requests"));
+        return Err(HarError::new(
+            file,
+            "log.entries: the recording has no requests",
+        ));
     }
     for (index, entry) in har.log.entries.iter().enumerate() {
         let at = |field: &str, problem: String| {
             HarError::new(file, format!("log.entries[{index}].{field}: {problem}"))
         };
-        parse_time(&entry.started_date_time)
-            .map_err(|problem| at("startedDateTime", problem))?;
-        let url = url::Url::parse(&entry.request.url)
-            .map_err(|e| at("request.url", format!("`{}` is not a URL: {e}", entry.request.url)))?;
+        parse_time(&entry.started_date_time).map_err(|problem| at("startedDateTime", problem))?;
+        let url = url::Url::parse(&entry.request.url).map_err(|e| {
+            at(
+                "request.url",
+                format!("`{}` is not a URL: {e}", entry.request.url),
+            )
+        })?;
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
             return Err(at(
                 "request.url",
@@ -231,7 +241,8 @@ fn check(file: &str, har: &Har) -> Result<(), HarError> {
             ));
         }
         if let Some(post) = &entry.request.post_data {
-            post.body().map_err(|problem| at("request.postData.text", problem))?;
+            post.body()
+                .map_err(|problem| at("request.postData.text", problem))?;
         }
         if let Some(pageref) = &entry.pageref {
             if !har.log.pages.iter().any(|p| &p.id == pageref) {
@@ -318,7 +329,9 @@ mod tests {
     use super::*;
 
     fn minimal(entries: &str) -> String {
-        format!(r#"{{"log":{{"version":"1.2","creator":{{"name":"t","version":"1"}},"entries":[{entries}]}}}}"#)
+        format!(
+            r#"{{"log":{{"version":"1.2","creator":{{"name":"t","version":"1"}},"entries":[{entries}]}}}}"#
+        )
     }
 
     const ENTRY: &str = r#"{"startedDateTime":"2026-01-01T10:00:00.000Z","time":12.5,
@@ -336,7 +349,8 @@ mod tests {
     #[test]
     fn a_missing_field_names_the_entry_and_the_field() {
         let broken = ENTRY.replace(r#""url":"http://example.test/a","#, "");
-        let error = parse_har("x.har", minimal(&format!("{ENTRY},{broken}")).as_bytes()).unwrap_err();
+        let error =
+            parse_har("x.har", minimal(&format!("{ENTRY},{broken}")).as_bytes()).unwrap_err();
         let line = error.to_string();
         assert!(line.starts_with("x.har:"), "{line}");
         assert!(line.contains("log.entries[1].request"), "{line}");
@@ -360,9 +374,21 @@ mod tests {
     #[test]
     fn bad_values_name_entry_index_and_field() {
         let cases = [
-            (r#""method":"GET""#, r#""method":"BREW""#, "log.entries[0].request.method"),
-            (r#""url":"http://example.test/a""#, r#""url":"ftp://x/a""#, "log.entries[0].request.url"),
-            (r#""2026-01-01T10:00:00.000Z""#, r#""yesterday""#, "log.entries[0].startedDateTime"),
+            (
+                r#""method":"GET""#,
+                r#""method":"BREW""#,
+                "log.entries[0].request.method",
+            ),
+            (
+                r#""url":"http://example.test/a""#,
+                r#""url":"ftp://x/a""#,
+                "log.entries[0].request.url",
+            ),
+            (
+                r#""2026-01-01T10:00:00.000Z""#,
+                r#""yesterday""#,
+                "log.entries[0].startedDateTime",
+            ),
             (
                 r#""headers":[]}"#,
                 r#""headers":[],"postData":{"mimeType":"application/octet-stream","text":"%%%","encoding":"base64"}}"#,

@@ -43,7 +43,9 @@ impl HostMap {
         let (old, new) = spec
             .split_once('=')
             .filter(|(old, new)| !old.is_empty() && !new.is_empty())
-            .ok_or_else(|| format!("`{spec}`: expected OLD=NEW, like api.example.com=http://127.0.0.1:8080"))?;
+            .ok_or_else(|| {
+                format!("`{spec}`: expected OLD=NEW, like api.example.com=http://127.0.0.1:8080")
+            })?;
         let url = if new.contains("://") {
             new.to_string()
         } else {
@@ -51,7 +53,9 @@ impl HostMap {
         };
         let (target, path) = Target::split_url(&url).map_err(|e| format!("`{spec}`: {e}"))?;
         if path != "/" {
-            return Err(format!("`{spec}`: the new origin must not have a path (`{path}`)"));
+            return Err(format!(
+                "`{spec}`: the new origin must not have a path (`{path}`)"
+            ));
         }
         self.pairs.push((old.to_ascii_lowercase(), target));
         Ok(())
@@ -199,7 +203,10 @@ impl Recording {
                 .pageref
                 .as_ref()
                 .and_then(|id| har.log.pages.iter().find(|p| &p.id == id))
-                .map_or_else(|| "recording".to_string(), |page| page_name(&page.title, &page.id));
+                .map_or_else(
+                    || "recording".to_string(),
+                    |page| page_name(&page.title, &page.id),
+                );
             let offset = since(start, entry);
             let flow = match flows.iter_mut().position(|f| f.name == flow_name) {
                 Some(i) => &mut flows[i],
@@ -321,7 +328,11 @@ fn kept_headers(entry: &Entry) -> Vec<(String, String)> {
         .headers
         .iter()
         .filter(|h| !h.name.starts_with(':'))
-        .filter(|h| !DROPPED_HEADERS.iter().any(|d| h.name.eq_ignore_ascii_case(d)))
+        .filter(|h| {
+            !DROPPED_HEADERS
+                .iter()
+                .any(|d| h.name.eq_ignore_ascii_case(d))
+        })
         .map(|h| (h.name.clone(), h.value.clone()))
         .collect()
 }
@@ -333,7 +344,10 @@ pub fn static_kind(content_type: &str, path: &str) -> Option<&'static str> {
         "text/css" => Some("css"),
         "application/javascript" | "text/javascript" | "application/x-javascript" => Some("js"),
         t if t.starts_with("image/") => Some("image"),
-        t if t.starts_with("font/") || t.contains("font-woff") || t == "application/vnd.ms-fontobject" => {
+        t if t.starts_with("font/")
+            || t.contains("font-woff")
+            || t == "application/vnd.ms-fontobject" =>
+        {
             Some("font")
         }
         t if t.starts_with("video/") || t.starts_with("audio/") => Some("media"),
@@ -365,7 +379,13 @@ pub fn tag(method: Method, path: &str, static_kind: Option<&str>) -> String {
     let path = path.split(['?', '#']).next().unwrap_or("/");
     let pattern: Vec<&str> = path
         .split('/')
-        .map(|segment| if looks_like_id(segment) { ":id" } else { segment })
+        .map(|segment| {
+            if looks_like_id(segment) {
+                ":id"
+            } else {
+                segment
+            }
+        })
         .collect();
     format!("{} {}", method.as_str(), pattern.join("/"))
 }
@@ -396,7 +416,11 @@ pub fn escape_placeholders(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
     let mut chars = path.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == ':' && chars.peek().is_some_and(|n| n.is_ascii_alphabetic() || *n == '_') {
+        if c == ':'
+            && chars
+                .peek()
+                .is_some_and(|n| n.is_ascii_alphabetic() || *n == '_')
+        {
             out.push_str("%3A");
         } else {
             out.push(c);
@@ -413,25 +437,36 @@ mod tests {
     fn tags_group_ids_and_static_assets() {
         assert_eq!(tag(Method::Get, "/orders/123?x=1", None), "GET /orders/:id");
         assert_eq!(
-            tag(Method::Put, "/u/3f2b8c1e-9a4d-4c2e-8f1a-0b9c8d7e6f5a/name", None),
+            tag(
+                Method::Put,
+                "/u/3f2b8c1e-9a4d-4c2e-8f1a-0b9c8d7e6f5a/name",
+                None
+            ),
             "PUT /u/:id/name"
         );
         assert_eq!(tag(Method::Get, "/api/v2/items", None), "GET /api/v2/items");
-        assert_eq!(tag(Method::Get, "/app.css", static_kind("text/css", "/app.css")), "static css");
+        assert_eq!(
+            tag(Method::Get, "/app.css", static_kind("text/css", "/app.css")),
+            "static css"
+        );
         assert_eq!(static_kind("", "/img/logo.PNG?v=3"), Some("image"));
         assert_eq!(static_kind("application/json", "/data.js"), None);
     }
 
     #[test]
     fn colons_that_read_as_placeholders_are_encoded() {
-        assert_eq!(escape_placeholders("/a:b?t=10:30&x=:y"), "/a%3Ab?t=10:30&x=%3Ay");
+        assert_eq!(
+            escape_placeholders("/a:b?t=10:30&x=:y"),
+            "/a%3Ab?t=10:30&x=%3Ay"
+        );
     }
 
     #[test]
     fn host_maps_prefer_host_and_port_and_reject_paths() {
         let mut map = HostMap::default();
         map.add("shop.example.com=127.0.0.1:9000").unwrap();
-        map.add("shop.example.com:8443=https://127.0.0.1:9443").unwrap();
+        map.add("shop.example.com:8443=https://127.0.0.1:9443")
+            .unwrap();
         let plain = Target::parse("https://shop.example.com").unwrap();
         assert_eq!(map.lookup(&plain).unwrap().authority(), "127.0.0.1:9000");
         let other = Target::parse("https://shop.example.com:8443").unwrap();

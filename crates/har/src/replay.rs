@@ -7,9 +7,9 @@ use crate::convert::path_pieces;
 use crate::correlate::{split, FlowCorrelation, Piece};
 use crate::recording::{Flow, RecordedRequest, Recording};
 use barrage_plan::{
-    Binding, Body, Check, CompareOp, Condition, Extraction, HeaderField, JwtAlgorithm, JwtResign, MetricsSpec, Plan,
-    RecordedArrival, RecordedArrivals, RequestStep, Session, Step, TestOptions, Value, Wait,
-    Workload, PLAN_FORMAT_VERSION,
+    Binding, Body, Check, CompareOp, Condition, Extraction, HeaderField, JwtAlgorithm, JwtResign,
+    MetricsSpec, Plan, RecordedArrival, RecordedArrivals, RequestStep, Session, Step, TestOptions,
+    Value, Wait, Workload, PLAN_FORMAT_VERSION,
 };
 use std::time::Duration;
 
@@ -69,7 +69,13 @@ fn find_jwts(text: &str) -> Vec<&str> {
         }
         let candidate = &text[start..end];
         let boundary = start == 0 || !is_b64(bytes[start - 1]);
-        if boundary && dots == 2 && candidate.split('.').nth(1).is_some_and(|p| p.starts_with("eyJ")) {
+        if boundary
+            && dots == 2
+            && candidate
+                .split('.')
+                .nth(1)
+                .is_some_and(|p| p.starts_with("eyJ"))
+        {
             found.push(candidate);
         }
         at = end.max(start + 3);
@@ -156,7 +162,13 @@ fn flow_session(flow: &Flow, options: &ReplayOptions, tags: &mut Vec<String>) ->
         } else {
             steps.push(Step::Request(step));
         }
-        steps.extend(binds.after.iter().filter(|(at, _)| *at == i).map(|(_, step)| step.clone()));
+        steps.extend(
+            binds
+                .after
+                .iter()
+                .filter(|(at, _)| *at == i)
+                .map(|(_, step)| step.clone()),
+        );
     }
     Session {
         name: flow.name.clone(),
@@ -242,15 +254,26 @@ fn transformed(flow: &Flow, transforms: &Transforms) -> Flow {
             for (_, value) in &mut request.headers {
                 *value = value.replace(old.as_str(), new);
             }
-            if let Some(text) = request.body.as_ref().and_then(|b| std::str::from_utf8(b).ok()) {
+            if let Some(text) = request
+                .body
+                .as_ref()
+                .and_then(|b| std::str::from_utf8(b).ok())
+            {
                 request.body = Some(text.replace(old.as_str(), new).into_bytes());
             }
         }
-        request
-            .headers
-            .retain(|(name, _)| !transforms.remove_headers.iter().any(|r| r.eq_ignore_ascii_case(name)));
+        request.headers.retain(|(name, _)| {
+            !transforms
+                .remove_headers
+                .iter()
+                .any(|r| r.eq_ignore_ascii_case(name))
+        });
         for (name, value) in &transforms.set_headers {
-            match request.headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            match request
+                .headers
+                .iter_mut()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            {
                 Some(header) => header.1 = value.clone(),
                 None => request.headers.push((name.clone(), value.clone())),
             }
@@ -289,27 +312,38 @@ fn resign_jwts(flow: &Flow, correlation: &mut FlowCorrelation, jwt: &JwtOptions)
             text.push('\n');
             text.push_str(value);
         }
-        if let Some(body) = request.body.as_ref().and_then(|b| std::str::from_utf8(b).ok()) {
+        if let Some(body) = request
+            .body
+            .as_ref()
+            .and_then(|b| std::str::from_utf8(b).ok())
+        {
             text.push('\n');
             text.push_str(body);
         }
         for token in find_jwts(&text) {
-            let var = match resigned.iter().find(|(t, _)| t == token) {
-                Some((_, var)) => var.clone(),
-                None => {
-                    let var = format!("jwt_{}", resigned.len() + 1);
-                    // A token a response returned is re-signed after that response.
-                    let source = correlation.extractions[..i].iter().enumerate().find_map(|(at, list)| {
-                        list.iter().find(|c| c.recorded == token).map(|c| (at, c.var.clone()))
-                    });
-                    match source {
-                        Some((at, from)) => binds.after.push((at, bind(&var, Value::Var { name: from }))),
-                        None => binds.at_start.push(bind(&var, Value::text(token))),
+            let var =
+                match resigned.iter().find(|(t, _)| t == token) {
+                    Some((_, var)) => var.clone(),
+                    None => {
+                        let var = format!("jwt_{}", resigned.len() + 1);
+                        // A token a response returned is re-signed after that response.
+                        let source = correlation.extractions[..i].iter().enumerate().find_map(
+                            |(at, list)| {
+                                list.iter()
+                                    .find(|c| c.recorded == token)
+                                    .map(|c| (at, c.var.clone()))
+                            },
+                        );
+                        match source {
+                            Some((at, from)) => binds
+                                .after
+                                .push((at, bind(&var, Value::Var { name: from }))),
+                            None => binds.at_start.push(bind(&var, Value::text(token))),
+                        }
+                        resigned.push((token.to_string(), var.clone()));
+                        var
                     }
-                    resigned.push((token.to_string(), var.clone()));
-                    var
-                }
-            };
+                };
             let subs = &mut correlation.substitutions[i];
             subs.retain(|(value, _)| value != token);
             subs.push((token.to_string(), var));
@@ -336,14 +370,17 @@ fn request_step(request: &RecordedRequest, tag: usize, subs: &[(String, String)]
             value: value_of(split(value, subs)),
         })
         .collect();
-    step.body = request.body.as_ref().map(|bytes| match std::str::from_utf8(bytes) {
-        Ok(text) if has_var(&split(text, subs)) => Body::Text {
-            value: value_of(split(text, subs)),
-        },
-        _ => Body::Raw {
-            bytes: bytes.clone(),
-        },
-    });
+    step.body = request
+        .body
+        .as_ref()
+        .map(|bytes| match std::str::from_utf8(bytes) {
+            Ok(text) if has_var(&split(text, subs)) => Body::Text {
+                value: value_of(split(text, subs)),
+            },
+            _ => Body::Raw {
+                bytes: bytes.clone(),
+            },
+        });
     step
 }
 

@@ -28,7 +28,10 @@ pub fn compare_snapshot(name: &str, actual: &[u8]) {
         return;
     }
     let expected = std::fs::read(&path).unwrap_or_else(|e| {
-        panic!("{}: {e} (run with UPDATE_SNAPSHOTS=1 to create it)", path.display())
+        panic!(
+            "{}: {e} (run with UPDATE_SNAPSHOTS=1 to create it)",
+            path.display()
+        )
     });
     assert!(
         actual == expected.as_slice(),

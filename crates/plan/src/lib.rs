@@ -26,9 +26,9 @@ pub use protocol::{
 pub use redact::{redact_url, Redaction, REDACTED, SENSITIVE_HEADERS};
 pub use segment::{Segment, SegmentError};
 pub use session::{
-    json_shape, walk_steps, walk_steps_mut, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource,
-    Extraction, Extractor, HeaderField, JsonTemplate, JwtAlgorithm, JwtResign, Method, RequestStep, Session, Step, Value,
-    Wait,
+    json_shape, walk_steps, walk_steps_mut, Binding, Body, BodyCoding, Check, CompareOp, Condition,
+    DataSource, Extraction, Extractor, HeaderField, JsonTemplate, JwtAlgorithm, JwtResign, Method,
+    RequestStep, Session, Step, Value, Wait,
 };
 pub use stages::{Piece, Stages};
 pub use target::{Scheme, Target, TargetError};
@@ -42,8 +42,8 @@ pub use vus::{
     DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION,
 };
 pub use workload::{
-    ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, RecordedArrival, RecordedArrivals, Workload,
-    WorkloadError,
+    ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, RecordedArrival, RecordedArrivals,
+    Workload, WorkloadError,
 };
 pub use workload_ops::{OverrideError, VuOverride};
 

@@ -159,7 +159,10 @@ impl JwtAlgorithm {
 
     /// Whether the key is a shared secret (else a PEM private key).
     pub fn is_hmac(self) -> bool {
-        matches!(self, JwtAlgorithm::HS256 | JwtAlgorithm::HS384 | JwtAlgorithm::HS512)
+        matches!(
+            self,
+            JwtAlgorithm::HS256 | JwtAlgorithm::HS384 | JwtAlgorithm::HS512
+        )
     }
 }
 
@@ -529,7 +532,10 @@ mod tests {
             shape(r#"{"tags":["a","b"],"id":1,"ok":true,"n":null,"o":{"z":1.5,"a":"x"},"e":[]}"#),
             "{e:[],id:number,n:null,o:{a:string,z:number},ok:bool,tags:[string]}"
         );
-        assert_eq!(shape(r#"{"id":2,"tags":["c"]}"#), shape(r#"{"tags":["d"],"id":7}"#));
+        assert_eq!(
+            shape(r#"{"id":2,"tags":["c"]}"#),
+            shape(r#"{"tags":["d"],"id":7}"#)
+        );
         assert_ne!(shape(r#"{"id":"2"}"#), shape(r#"{"id":2}"#));
     }
 }

@@ -7,7 +7,8 @@ use crate::jsval::{Args, JsVal};
 use crate::value::{self, parts, Part};
 use crate::ScriptError;
 use barrage_plan::{
-    Binding, Check, CompareOp, Condition, JwtAlgorithm, JwtResign, Method, Step, Target, Value, Wait,
+    Binding, Check, CompareOp, Condition, JwtAlgorithm, JwtResign, Method, Step, Target, Value,
+    Wait,
 };
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -267,8 +268,11 @@ impl SessionBuilder<'_> {
                 "keyFile" => {
                     let file = a.string(v, "keyFile")?;
                     let bytes = crate::data::read_raw(file, self.base_dir).map_err(|e| a.err(e))?;
-                    let text = String::from_utf8(bytes)
-                        .map_err(|_| a.err(format_args!("`keyFile` {file} is not text (a secret or a PEM key)")))?;
+                    let text = String::from_utf8(bytes).map_err(|_| {
+                        a.err(format_args!(
+                            "`keyFile` {file} is not text (a secret or a PEM key)"
+                        ))
+                    })?;
                     key = Some(text);
                 }
                 "lifetime" => lifetime = Some(a.duration(v, "lifetime")?),
@@ -306,13 +310,21 @@ fn claim_json(v: &JsVal, a: &Args, name: &str) -> Result<String, ScriptError> {
             }
             JsVal::Arr(items) => format!(
                 "[{}]",
-                items.iter().map(json).collect::<Option<Vec<_>>>()?.join(",")
+                items
+                    .iter()
+                    .map(json)
+                    .collect::<Option<Vec<_>>>()?
+                    .join(",")
             ),
             JsVal::Obj(fields) => format!(
                 "{{{}}}",
                 fields
                     .iter()
-                    .map(|(k, v)| Some(format!("{}:{}", serde_json::Value::from(k.as_str()), json(v)?)))
+                    .map(|(k, v)| Some(format!(
+                        "{}:{}",
+                        serde_json::Value::from(k.as_str()),
+                        json(v)?
+                    )))
                     .collect::<Option<Vec<_>>>()?
                     .join(",")
             ),

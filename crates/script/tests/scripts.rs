@@ -669,8 +669,16 @@ fn jwt_generator_binds_a_token_resigned_per_client() {
         panic!("{:?}", plan.sessions[0].steps)
     };
     assert_eq!(jwt.algorithm, barrage_plan::JwtAlgorithm::HS512);
-    assert_eq!(jwt.key, "secret", "the secret's trailing newline is not part of it");
-    assert_eq!(jwt.token, Value::Var { name: "token".into() });
+    assert_eq!(
+        jwt.key, "secret",
+        "the secret's trailing newline is not part of it"
+    );
+    assert_eq!(
+        jwt.token,
+        Value::Var {
+            name: "token".into()
+        }
+    );
     assert_eq!(jwt.lifetime, Some(Duration::from_secs(90)));
     assert_eq!(
         jwt.claims,
@@ -681,14 +689,25 @@ fn jwt_generator_binds_a_token_resigned_per_client() {
         ]
     );
     for (options, message) in [
-        ("{ token: 'x', algorithm: 'none', key: 'k' }", "`algorithm` must be one of"),
-        ("{ token: 'x', algorithm: 'HS256' }", "needs a `key` or a `keyFile`"),
-        ("{ token: 'x', algorithm: 'RS256', keyFile: 'nope.pem' }", "nope.pem"),
+        (
+            "{ token: 'x', algorithm: 'none', key: 'k' }",
+            "`algorithm` must be one of",
+        ),
+        (
+            "{ token: 'x', algorithm: 'HS256' }",
+            "needs a `key` or a `keyFile`",
+        ),
+        (
+            "{ token: 'x', algorithm: 'RS256', keyFile: 'nope.pem' }",
+            "nope.pem",
+        ),
     ] {
         let source = format!(
             "{HEAD}definition.session('s', function (session) {{\n  session.ds.generate('jwt', {options});\n  session.get('/');\n}});"
         );
-        let error = compile_source(&source, "bad.js", &fixtures()).unwrap_err().to_string();
+        let error = compile_source(&source, "bad.js", &fixtures())
+            .unwrap_err()
+            .to_string();
         // The line of the generate call.
         let line = HEAD.matches('\n').count() + 2;
         assert!(error.starts_with(&format!("bad.js:{line}:")), "{error}");

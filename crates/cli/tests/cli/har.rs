@@ -44,7 +44,12 @@ fn token_then_pings_replayed_with_correlation_each_ping_carries_a_fresh_token() 
     let target = Target::start();
     let har = fixture("token_pings.har");
     // Three rounds, each its own client: every round's pings carry the token it was issued.
-    let s = replay(&target, &har, "api.recorded.test", &["--loop", "3", "--speed", "4"]);
+    let s = replay(
+        &target,
+        &har,
+        "api.recorded.test",
+        &["--loop", "3", "--speed", "4"],
+    );
     assert_eq!(u(&s["status_codes"], "200"), 12, "{s:#}");
     assert!(s["status_codes"].get("401").is_none(), "{s:#}");
     assert_eq!(u(tag(&s, "GET /ping"), "requests"), 9);
@@ -59,16 +64,36 @@ fn token_then_pings_replayed_with_correlation_each_ping_carries_a_fresh_token() 
     assert_eq!(u(&s["status_codes"], "401"), 3, "{s:#}");
     assert_eq!(u(&s["status_codes"], "200"), 1, "{s:#}");
     assert_eq!(check(&s, "GET /ping: status 200 as recorded"), (0, 3));
-    assert_eq!(check(&s, "GET /random/get_token: status 200 as recorded"), (1, 0));
-    assert_eq!(check(&s, "GET /random/get_token: JSON shape as recorded"), (1, 0));
+    assert_eq!(
+        check(&s, "GET /random/get_token: status 200 as recorded"),
+        (1, 0)
+    );
+    assert_eq!(
+        check(&s, "GET /random/get_token: JSON shape as recorded"),
+        (1, 0)
+    );
     // {"ok":false} has the shape of the recorded {"ok":true}: only the status differs.
     assert_eq!(check(&s, "GET /ping: JSON shape as recorded"), (3, 0));
 
     // The login flow against the target's echo: same statuses mostly, other JSON shapes.
-    let s = replay(&target, &fixture("login_flow.har"), "shop.recorded.test", &["--speed", "20"]);
-    assert_eq!(check(&s, "POST /anything/api/login: JSON shape as recorded"), (0, 1));
-    assert_eq!(check(&s, "POST /anything/api/orders: status 201 as recorded"), (0, 1));
-    assert_eq!(check(&s, "GET /redirect-to: status 302 as recorded"), (1, 0));
+    let s = replay(
+        &target,
+        &fixture("login_flow.har"),
+        "shop.recorded.test",
+        &["--speed", "20"],
+    );
+    assert_eq!(
+        check(&s, "POST /anything/api/login: JSON shape as recorded"),
+        (0, 1)
+    );
+    assert_eq!(
+        check(&s, "POST /anything/api/orders: status 201 as recorded"),
+        (0, 1)
+    );
+    assert_eq!(
+        check(&s, "GET /redirect-to: status 302 as recorded"),
+        (1, 0)
+    );
 }
 
 /// (passed, failed) of the check called `name`.
@@ -90,7 +115,10 @@ fn converted_recordings_plan_and_run_as_they_are() {
     for (name, extra) in [
         ("token_pings", &[][..]),
         ("login_flow", &[][..]),
-        ("browser_page_load", &["--skip-host", "www.google-analytics.com"][..]),
+        (
+            "browser_page_load",
+            &["--skip-host", "www.google-analytics.com"][..],
+        ),
     ] {
         let script = scratch_file(&format!("{name}.js"), b"");
         let mut args = vec!["convert", "har"];
@@ -143,7 +171,11 @@ fn paced_recording() -> PathBuf {
         })
         .collect();
     let pages: Vec<String> = (0..4)
-        .map(|i| format!(r#"{{"id":"p{i}","title":"page {i}","startedDateTime":"2026-11-20T09:00:00Z"}}"#))
+        .map(|i| {
+            format!(
+                r#"{{"id":"p{i}","title":"page {i}","startedDateTime":"2026-11-20T09:00:00Z"}}"#
+            )
+        })
         .collect();
     let har = format!(
         r#"{{"log":{{"version":"1.2","creator":{{"name":"test","version":"1"}},"pages":[{}],"entries":[{}]}}}}"#,
@@ -179,7 +211,10 @@ fn replay_at_speed_1_keeps_the_recorded_arrival_offsets() {
                     .map(|k| f(&v, k))
                     .sum::<f64>();
                 let page = v["tag"].as_str().unwrap().rsplit('/').next().unwrap();
-                let index = ["a", "b", "c", "d"].iter().position(|p| *p == page).unwrap();
+                let index = ["a", "b", "c", "d"]
+                    .iter()
+                    .position(|p| *p == page)
+                    .unwrap();
                 (index as u64, f(&v, "t_ms") - phases)
             })
             .collect();
@@ -199,7 +234,10 @@ fn replay_at_speed_1_keeps_the_recorded_arrival_offsets() {
 
 #[test]
 fn bad_recordings_are_one_line_and_exit_2() {
-    let not_json = scratch_file("broken.har", b"{\"log\": {\"version\": \"1.2\",\n \"entries\": [}");
+    let not_json = scratch_file(
+        "broken.har",
+        b"{\"log\": {\"version\": \"1.2\",\n \"entries\": [}",
+    );
     let out = barrage(&["replay", not_json.to_str().unwrap()], LIMIT);
     assert_eq!(out.code(), Some(2), "{}", out.stderr);
     assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
@@ -221,11 +259,28 @@ fn bad_recordings_are_one_line_and_exit_2() {
         "missing.har",
         br#"{"log":{"version":"1.2","entries":[{"startedDateTime":"2026-01-01T00:00:00Z","request":{"url":"http://a/"},"response":{"status":200}}]}}"#,
     );
-    let out = barrage(&["convert", "har", missing.to_str().unwrap(), "-o", "/dev/null"], LIMIT);
+    let out = barrage(
+        &[
+            "convert",
+            "har",
+            missing.to_str().unwrap(),
+            "-o",
+            "/dev/null",
+        ],
+        LIMIT,
+    );
     assert_eq!(out.code(), Some(2), "{}", out.stderr);
-    assert!(out.stderr.contains("log.entries[0].request: missing field `method`"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("log.entries[0].request: missing field `method`"),
+        "{}",
+        out.stderr
+    );
 
-    let out = barrage(&["replay", &har, "--map-host", "nothing", "--speed", "0"], LIMIT);
+    let out = barrage(
+        &["replay", &har, "--map-host", "nothing", "--speed", "0"],
+        LIMIT,
+    );
     assert_eq!(out.code(), Some(2), "{}", out.stderr);
 }
 
@@ -244,7 +299,11 @@ fn run_tool(program: &str, args: &[&str]) -> String {
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("{program} is needed by this test (.ci/run installs it): {e}"));
-    assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -255,15 +314,30 @@ fn replayed_token(target: &Target, alg: &str, key: &std::path::Path) -> String {
     let har = fixture("jwt_api.har");
     let out = barrage(
         &[
-            "replay", &har, "--map-host", &map, "--jwt-alg", alg, "--jwt-key",
-            key.to_str().unwrap(), "--jwt-claim", "role=admin", "--jwt-lifetime", "10m",
-            "--http-debug=full", "--no-results",
+            "replay",
+            &har,
+            "--map-host",
+            &map,
+            "--jwt-alg",
+            alg,
+            "--jwt-key",
+            key.to_str().unwrap(),
+            "--jwt-claim",
+            "role=admin",
+            "--jwt-lifetime",
+            "10m",
+            "--http-debug=full",
+            "--no-results",
         ],
         LIMIT,
     );
     out.expect_success();
     // Never the recorded token, and the debug output does not show the header itself.
-    assert!(!out.stderr.contains("cmVjb3JkZWQtc2lnbmF0dXJl"), "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("cmVjb3JkZWQtc2lnbmF0dXJl"),
+        "{}",
+        out.stderr
+    );
     echoed_token(&out.stderr)
 }
 
@@ -299,18 +373,36 @@ header = json.loads(base64.urlsafe_b64decode(pad(head)))
 assert header['alg'] == 'HS256' and header['kid'] == 'rec-1', header
 print(base64.urlsafe_b64decode(pad(body)).decode())
 "#;
-    let claims: Value =
-        serde_json::from_str(&run_tool("python3", &["-c", verify, &token, secret.to_str().unwrap()]))
-            .unwrap();
+    let claims: Value = serde_json::from_str(&run_tool(
+        "python3",
+        &["-c", verify, &token, secret.to_str().unwrap()],
+    ))
+    .unwrap();
     check_claims(&claims);
 
     // EdDSA with a key OpenSSL made, and OpenSSL verifying the signature.
     let key = scratch_file("jwt-ed25519.pem", b"");
     let public = scratch_file("jwt-ed25519.pub.pem", b"");
-    run_tool("openssl", &["genpkey", "-algorithm", "ed25519", "-out", key.to_str().unwrap()]);
     run_tool(
         "openssl",
-        &["pkey", "-in", key.to_str().unwrap(), "-pubout", "-out", public.to_str().unwrap()],
+        &[
+            "genpkey",
+            "-algorithm",
+            "ed25519",
+            "-out",
+            key.to_str().unwrap(),
+        ],
+    );
+    run_tool(
+        "openssl",
+        &[
+            "pkey",
+            "-in",
+            key.to_str().unwrap(),
+            "-pubout",
+            "-out",
+            public.to_str().unwrap(),
+        ],
     );
     let token = replayed_token(&target, "EdDSA", &key);
     let (signed, signature) = token.rsplit_once('.').unwrap();
@@ -321,11 +413,22 @@ print(base64.urlsafe_b64decode(pad(body)).decode())
     let verified = run_tool(
         "openssl",
         &[
-            "pkeyutl", "-verify", "-pubin", "-inkey", public.to_str().unwrap(), "-rawin", "-in",
-            message.to_str().unwrap(), "-sigfile", sig.to_str().unwrap(),
+            "pkeyutl",
+            "-verify",
+            "-pubin",
+            "-inkey",
+            public.to_str().unwrap(),
+            "-rawin",
+            "-in",
+            message.to_str().unwrap(),
+            "-sigfile",
+            sig.to_str().unwrap(),
         ],
     );
-    assert!(verified.contains("Signature Verified Successfully"), "{verified}");
+    assert!(
+        verified.contains("Signature Verified Successfully"),
+        "{verified}"
+    );
     let body = signed.split('.').nth(1).unwrap();
     check_claims(&serde_json::from_slice(&b64.decode(body).unwrap()).unwrap());
 }

@@ -327,7 +327,10 @@ mod tests {
                 let Assignment::Recorded(share) = share.assignment else {
                     panic!("{share:?}")
                 };
-                assert!(share.arrivals.windows(2).all(|p| p[0].offset <= p[1].offset));
+                assert!(share
+                    .arrivals
+                    .windows(2)
+                    .all(|p| p[0].offset <= p[1].offset));
                 dealt.extend(share.arrivals);
             }
         }

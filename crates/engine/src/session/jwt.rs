@@ -102,24 +102,30 @@ impl CompiledJwt {
     ) -> Result<String, jsonwebtoken::errors::Error> {
         let mut parts = recorded.split('.');
         let decode = |part: Option<&str>| -> Map<String, Json> {
-            part.and_then(|p| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(p.trim_end_matches('=')).ok())
-                .and_then(|bytes| serde_json::from_slice::<Json>(&bytes).ok())
-                .and_then(|json| match json {
-                    Json::Object(map) => Some(map),
-                    _ => None,
-                })
-                .unwrap_or_default()
+            part.and_then(|p| {
+                base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .decode(p.trim_end_matches('='))
+                    .ok()
+            })
+            .and_then(|bytes| serde_json::from_slice::<Json>(&bytes).ok())
+            .and_then(|json| match json {
+                Json::Object(map) => Some(map),
+                _ => None,
+            })
+            .unwrap_or_default()
         };
         let recorded_header = decode(parts.next());
         let mut claims = decode(parts.next());
-        let number = |claims: &Map<String, Json>, name: &str| claims.get(name).and_then(Json::as_i64);
+        let number =
+            |claims: &Map<String, Json>, name: &str| claims.get(name).and_then(Json::as_i64);
         let iat = number(&claims, "iat");
-        let lifetime = self.lifetime.map(|d| d.as_secs() as i64).unwrap_or_else(|| {
-            match (iat, number(&claims, "exp")) {
+        let lifetime = self
+            .lifetime
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or_else(|| match (iat, number(&claims, "exp")) {
                 (Some(iat), Some(exp)) if exp > iat => exp - iat,
                 _ => DEFAULT_LIFETIME.as_secs() as i64,
-            }
-        });
+            });
         let now = now as i64;
         if let (Some(iat), Some(nbf)) = (iat, number(&claims, "nbf")) {
             claims.insert("nbf".into(), Json::from(now - (iat - nbf)));
@@ -130,7 +136,12 @@ impl CompiledJwt {
             claims.insert(name.clone(), value.clone());
         }
         let mut header = Header::new(self.algorithm);
-        let text = |name: &str| recorded_header.get(name).and_then(Json::as_str).map(str::to_string);
+        let text = |name: &str| {
+            recorded_header
+                .get(name)
+                .and_then(Json::as_str)
+                .map(str::to_string)
+        };
         header.kid = text("kid");
         if let Some(typ) = text("typ") {
             header.typ = Some(typ);

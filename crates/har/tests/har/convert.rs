@@ -31,7 +31,8 @@ fn plan_of(name: &str, converted: &barrage_har::Converted) -> barrage_plan::Plan
     for (file, bytes) in &converted.files {
         std::fs::write(dir.join(file), bytes).unwrap();
     }
-    let plan = barrage_script::compile_file(&script).unwrap_or_else(|e| panic!("{e}\n{}", converted.script));
+    let plan = barrage_script::compile_file(&script)
+        .unwrap_or_else(|e| panic!("{e}\n{}", converted.script));
     std::fs::remove_dir_all(&dir).unwrap();
     plan
 }
@@ -73,11 +74,24 @@ fn the_login_flow_correlates_token_ids_and_keeps_large_bodies_in_files() {
     assert_eq!(
         extracted,
         [
-            ("token", &Extractor::JsonPath { path: "$.token".into() }),
-            ("user_id", &Extractor::JsonPath { path: "$.user.id".into() }),
+            (
+                "token",
+                &Extractor::JsonPath {
+                    path: "$.token".into()
+                }
+            ),
+            (
+                "user_id",
+                &Extractor::JsonPath {
+                    path: "$.user.id".into()
+                }
+            ),
         ]
     );
-    assert_eq!(requests[1].path, "/anything/api/users/:user_id/orders?limit=10");
+    assert_eq!(
+        requests[1].path,
+        "/anything/api/users/:user_id/orders?limit=10"
+    );
     let authorization = requests[1]
         .headers
         .iter()
@@ -86,12 +100,24 @@ fn the_login_flow_correlates_token_ids_and_keeps_large_bodies_in_files() {
     assert_eq!(
         authorization.value,
         Value::Concat {
-            parts: vec![Value::text("Bearer "), Value::Var { name: "token".into() }]
+            parts: vec![
+                Value::text("Bearer "),
+                Value::Var {
+                    name: "token".into()
+                }
+            ]
         }
     );
-    assert!(requests[1].headers.iter().all(|h| !h.name.eq_ignore_ascii_case("cookie")));
+    assert!(requests[1]
+        .headers
+        .iter()
+        .all(|h| !h.name.eq_ignore_ascii_case("cookie")));
     // The order's id, not its whole `Location`, which only starts the next path.
-    let order: Vec<&str> = requests[2].extraction.iter().map(|e| e.var.as_str()).collect();
+    let order: Vec<&str> = requests[2]
+        .extraction
+        .iter()
+        .map(|e| e.var.as_str())
+        .collect();
     assert_eq!(order, ["orderId"]);
     assert_eq!(requests[3].path, "/anything/api/orders/:orderId");
     assert!(matches!(&requests[2].body, Some(Body::Raw { bytes }) if bytes.len() > 2048));
@@ -104,7 +130,9 @@ fn the_login_flow_correlates_token_ids_and_keeps_large_bodies_in_files() {
 fn without_correlation_requests_are_sent_as_recorded() {
     let out = converted("token_pings", &[], false);
     assert!(!out.script.contains("getVar"));
-    assert!(out.script.contains("/ping?token=9f8a1c2b3d4e5f60718293a4b5c6d7e8"));
+    assert!(out
+        .script
+        .contains("/ping?token=9f8a1c2b3d4e5f60718293a4b5c6d7e8"));
     let plan = plan_of("token_pings_plain", &out);
     assert_eq!(plan.sessions.len(), 1);
 }

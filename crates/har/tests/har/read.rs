@@ -20,14 +20,25 @@ fn a_browser_export_reads_as_one_flow_per_page() {
     let tags: Vec<&str> = home.iter().map(|r| r.tag.as_str()).collect();
     assert_eq!(
         tags,
-        ["GET /html", "static css", "static js", "static image", "static font", "GET /json"]
+        [
+            "GET /html",
+            "static css",
+            "static js",
+            "static image",
+            "static font",
+            "GET /json"
+        ]
     );
     // Pseudo-headers, cookies and accept-encoding are the client's own business.
     let names: Vec<&str> = home[0].headers.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["accept", "accept-language", "user-agent"]);
     // The JSON request starts 400 ms in; the last request before it ended at 179 ms.
     assert_eq!(home[5].think, Duration::from_millis(221));
-    assert_eq!(home[1].think, Duration::ZERO, "parallel assets wait nothing");
+    assert_eq!(
+        home[1].think,
+        Duration::ZERO,
+        "parallel assets wait nothing"
+    );
 }
 
 #[test]
@@ -35,7 +46,9 @@ fn replay_refuses_unmapped_hosts_naming_the_entry() {
     let har = fixture("browser_page_load.har");
     let mut hosts = HostMap::default();
     hosts.add("www.recorded.test=127.0.0.1:9").unwrap();
-    let error = Recording::new("b.har", &har, &hosts, true).unwrap_err().to_string();
+    let error = Recording::new("b.har", &har, &hosts, true)
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         error,
         "b.har: log.entries[5].request.url: host `www.google-analytics.com` is not mapped: give --map-host www.google-analytics.com=http://127.0.0.1:PORT (or --skip-host www.google-analytics.com)"
@@ -43,9 +56,16 @@ fn replay_refuses_unmapped_hosts_naming_the_entry() {
     let error = Recording::new("b.har", &har, &HostMap::default(), true)
         .unwrap_err()
         .to_string();
-    assert!(error.starts_with("b.har: log.entries[0].request.url: host `www.recorded.test` is not mapped"), "{error}");
+    assert!(
+        error.starts_with(
+            "b.har: log.entries[0].request.url: host `www.recorded.test` is not mapped"
+        ),
+        "{error}"
+    );
     hosts.add("www.google-analytics.com=127.0.0.1:10").unwrap();
-    let error = Recording::new("b.har", &har, &hosts, true).unwrap_err().to_string();
+    let error = Recording::new("b.har", &har, &hosts, true)
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("a test has one target"), "{error}");
 }
 

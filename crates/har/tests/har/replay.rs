@@ -45,7 +45,15 @@ fn the_login_flow_replay_plan_matches_its_snapshot() {
     let steps = &plan.sessions[0].steps;
     let bind = steps
         .iter()
-        .position(|s| matches!(s, Step::Bind { binding: Binding::Jwt(_), .. }))
+        .position(|s| {
+            matches!(
+                s,
+                Step::Bind {
+                    binding: Binding::Jwt(_),
+                    ..
+                }
+            )
+        })
         .unwrap();
     let Step::Bind {
         binding: Binding::Jwt(jwt),
@@ -54,8 +62,16 @@ fn the_login_flow_replay_plan_matches_its_snapshot() {
     else {
         unreachable!()
     };
-    assert_eq!(jwt.token, Value::Var { name: "token".into() });
-    assert!(matches!(steps[bind - 1], Step::Check(_)), "after the login's checks");
+    assert_eq!(
+        jwt.token,
+        Value::Var {
+            name: "token".into()
+        }
+    );
+    assert!(
+        matches!(steps[bind - 1], Step::Check(_)),
+        "after the login's checks"
+    );
     let requests: Vec<&barrage_plan::RequestStep> = steps
         .iter()
         .filter_map(|s| match s {
@@ -69,7 +85,9 @@ fn the_login_flow_replay_plan_matches_its_snapshot() {
             bytes: b"q=blue+socks&page=2".to_vec()
         })
     );
-    assert!(requests.iter().all(|r| r.headers.iter().all(|h| h.name != "Origin")));
+    assert!(requests
+        .iter()
+        .all(|r| r.headers.iter().all(|h| h.name != "Origin")));
     assert!(requests
         .iter()
         .all(|r| r.headers.iter().any(|h| h.name == "X-Test-Run")));
@@ -82,7 +100,8 @@ fn speed_scales_offsets_and_think_times_and_loops_repeat_the_recording() {
     let mut hosts = HostMap::default();
     hosts.add("www.recorded.test=127.0.0.1:8080").unwrap();
     hosts.skip("www.google-analytics.com");
-    let recording = Recording::new("b.har", &fixture("browser_page_load.har"), &hosts, true).unwrap();
+    let recording =
+        Recording::new("b.har", &fixture("browser_page_load.har"), &hosts, true).unwrap();
     let plan = replay_plan(&recording, &options(2.0, 3, Transforms::default()));
     let Workload::RecordedArrivals(recorded) = &plan.workload else {
         panic!("{:?}", plan.workload)
@@ -95,7 +114,14 @@ fn speed_scales_offsets_and_think_times_and_loops_repeat_the_recording() {
     // Pages at 0 and 4.2 s, the recording 4.616 s long (+1 ms between rounds), twice as fast.
     assert_eq!(
         offsets,
-        [(0, 0), (2100, 1), (2308, 0), (4408, 1), (4617, 0), (6717, 1)]
+        [
+            (0, 0),
+            (2100, 1),
+            (2308, 0),
+            (4408, 1),
+            (4617, 0),
+            (6717, 1)
+        ]
     );
     let waits: Vec<f64> = plan.sessions[0]
         .steps
