@@ -121,6 +121,10 @@ pub struct TransformArgs {
     /// Leave this recorded header out of every request; repeatable
     #[arg(long, value_name = "NAME")]
     remove_header: Vec<String>,
+    /// Move ISO 8601 UTC timestamps in the requests to the present, per client: each is
+    /// sent as the time its session runs plus its distance from the recording's start
+    #[arg(long)]
+    shift_timestamps: bool,
 }
 
 impl TransformArgs {
@@ -203,6 +207,7 @@ impl TransformArgs {
             replace,
             set_headers,
             remove_headers: self.remove_header.clone(),
+            shift_timestamps: self.shift_timestamps,
         })
     }
 }

@@ -134,6 +134,8 @@ pub struct Recording {
     pub flows: Vec<Flow>,
     /// Entries left out by `--skip-host`.
     pub skipped: usize,
+    /// When the first request started.
+    pub start: time::OffsetDateTime,
 }
 
 impl Recording {
@@ -264,6 +266,7 @@ impl Recording {
             target,
             flows,
             skipped,
+            start,
         })
     }
 

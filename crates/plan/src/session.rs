@@ -107,6 +107,11 @@ pub enum Binding {
     /// it, claims overridden, signed with the test's key (`barrage replay --jwt-*`,
     /// `session.ds.generate("jwt", ...)`).
     Jwt(Box<JwtResign>),
+    /// A recorded timestamp moved to the present: the time the step runs plus `offset_ms`
+    /// (the recorded timestamp's distance from the start of the recording), as an ISO 8601
+    /// UTC timestamp with `fraction_digits` (0, 3 or 6) digits of a second
+    /// (`barrage replay --shift-timestamps`).
+    ShiftedTime { offset_ms: i64, fraction_digits: u8 },
 }
 
 /// How a recorded JWT is made valid again, per client.

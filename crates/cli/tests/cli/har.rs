@@ -432,3 +432,53 @@ print(base64.urlsafe_b64decode(pad(body)).decode())
     let body = signed.split('.').nth(1).unwrap();
     check_claims(&serde_json::from_slice(&b64.decode(body).unwrap()).unwrap());
 }
+
+#[test]
+fn shifted_timestamps_are_sent_relative_to_the_present() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = scratch_file(
+        "timestamps.har",
+        br#"{"log":{"version":"1.2","creator":{"name":"test","version":"1"},"entries":[
+        {"startedDateTime":"2025-01-01T12:00:00.000Z","time":2,
+         "request":{"method":"POST","url":"http://ts.recorded.test/anything/report",
+           "headers":[{"name":"Content-Type","value":"application/json"}],
+           "postData":{"mimeType":"application/json","text":"{\"from\":\"2024-12-31T12:00:00.000Z\",\"until\":\"2025-01-01T12:00:05Z\"}"}},
+         "response":{"status":200,"content":{"mimeType":"application/json","text":"{}"}}}]}}"#,
+    );
+    let map = format!("ts.recorded.test=http://{}", target.addr);
+    let out = barrage(
+        &[
+            "replay",
+            har.to_str().unwrap(),
+            "--map-host",
+            &map,
+            "--shift-timestamps",
+            "--http-debug=full",
+            "--no-results",
+        ],
+        LIMIT,
+    );
+    out.expect_success();
+    let sent = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("{\"from\""))
+        .unwrap_or_else(|| panic!("{}", out.stderr));
+    let body: Value = serde_json::from_str(sent).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let unix = |text: &str| {
+        let out = run_tool("date", &["-u", "-d", text, "+%s.%N"]);
+        out.trim().parse::<f64>().unwrap()
+    };
+    let from = body["from"].as_str().unwrap();
+    let until = body["until"].as_str().unwrap();
+    // A day before the session's start, and 5 s after it; the formats as recorded.
+    assert!((unix(from) - (now - 86_400.0)).abs() < 60.0, "{from}");
+    assert!((unix(until) - (now + 5.0)).abs() < 60.0, "{until}");
+    assert_eq!(from.len(), "2024-12-31T12:00:00.000Z".len());
+    assert_eq!(until.len(), "2025-01-01T12:00:05Z".len());
+}

@@ -35,6 +35,7 @@ fn the_login_flow_replay_plan_matches_its_snapshot() {
         replace: vec![("red+shoes".into(), "blue+socks".into())],
         set_headers: vec![("X-Test-Run".into(), "replay".into())],
         remove_headers: vec!["Origin".into()],
+        shift_timestamps: true,
     };
     let plan = replay_plan(
         &recording("login_flow.har", "shop.recorded.test"),
