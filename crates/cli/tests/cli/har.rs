@@ -108,12 +108,36 @@ fn check(summary: &Value, name: &str) -> (u64, u64) {
 }
 
 #[test]
+fn a_mitmproxy_recording_replays_with_correlation_and_fails_without() {
+    // Recorded by mitmproxy 11.0.2 (`mitmdump --set hardump=...`) from curl through the
+    // proxy to the bundled target: a token, three pings with it, a JSON POST.
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = fixture("mitmproxy_token_pings.har");
+    let s = replay(&target, &har, "127.0.0.1:34489", &["--speed", "4"]);
+    assert_eq!(
+        check(&s, "GET /ping: status 200 as recorded"),
+        (3, 0),
+        "{s:#}"
+    );
+    assert_eq!(u(&s["status_codes"], "200"), 5, "{s:#}");
+    let s = replay(
+        &target,
+        &har,
+        "127.0.0.1:34489",
+        &["--speed", "4", "--no-correlate"],
+    );
+    assert_eq!(u(&s["status_codes"], "401"), 3, "{s:#}");
+}
+
+#[test]
 fn converted_recordings_plan_and_run_as_they_are() {
     let _heavy = heavy_lock();
     let target = Target::start();
     let url = format!("http://{}", target.addr);
     for (name, extra) in [
         ("token_pings", &[][..]),
+        ("mitmproxy_token_pings", &[][..]),
         ("login_flow", &[][..]),
         (
             "browser_page_load",
@@ -147,7 +171,7 @@ fn converted_recordings_plan_and_run_as_they_are() {
         run.expect_success();
         let s = summary(&json);
         assert!(u(&s["status_codes"], "200") > 0, "{name}: {s:#}");
-        if name == "token_pings" {
+        if name.ends_with("token_pings") {
             assert!(s["status_codes"].get("401").is_none(), "{name}: {s:#}");
         }
         if name == "browser_page_load" {
@@ -222,10 +246,12 @@ fn replay_at_speed_1_keeps_the_recorded_arrival_offsets() {
         assert_eq!(starts.len(), 4, "{starts:?}");
         for (page, start) in starts {
             let planned = page as f64 * gap_ms;
-            // Never early; late by no more than the scheduler's own measured lag (and the
-            // moment between a wake-up and the first byte written).
+            // Never early; late by no more than the scheduler's own measured lag plus the
+            // time from the arrival's wake-up to the first byte written (the client task is
+            // spawned then, and on a shared machine its thread may wait for a CPU): 30 ms,
+            // well under the 150 ms that tells speed 2 from speed 1.
             assert!(
-                start >= planned - 1.0 && start <= planned + lag_ms + 5.0,
+                start >= planned - 1.0 && start <= planned + lag_ms + 30.0,
                 "speed {speed}: page {page} sent at {start:.1} ms, recorded {planned} ms, lag {lag_ms} ms"
             );
         }

@@ -71,7 +71,15 @@ fn replay_refuses_unmapped_hosts_naming_the_entry() {
 
 #[test]
 fn every_fixture_parses() {
-    for name in ["browser_page_load.har", "login_flow.har", "token_pings.har"] {
+    // The last one is mitmproxy 11.0.2's own export (`mitmdump --set hardump=FILE`) of curl
+    // through the proxy to the bundled target.
+    for name in [
+        "browser_page_load.har",
+        "login_flow.har",
+        "token_pings.har",
+        "jwt_api.har",
+        "mitmproxy_token_pings.har",
+    ] {
         let har = fixture(name);
         assert!(!har.log.entries.is_empty(), "{name}");
     }
