@@ -56,7 +56,7 @@ pub struct QuickArgs {
     /// Accept header
     #[arg(short = 'A')]
     pub accept: Option<String>,
-    /// User-Agent header
+    /// User-Agent: sent as "VALUE barrage/VERSION" (hey appends its own agent the same way)
     #[arg(short = 'U')]
     pub user_agent: Option<String>,
     /// Host header (the connection still goes to the URL's host)
@@ -190,9 +190,21 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
         let header = parse_header(raw)?;
         set(&header.name, &header.value);
     }
+    // hey (rakyll/hey master, hey.go) appends its own agent to a User-Agent given by -H or
+    // -U (-U wins): `-U x` sends `x hey/0.0.1`. barrage appends its own in the same way.
+    let from_header = headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("User-Agent"))
+        .map(|h| h.value.clone());
+    let user_agent = args
+        .user_agent
+        .clone()
+        .or(from_header)
+        .map(|ua| format!("{ua} {}", barrage_engine::USER_AGENT));
+    let mut set = |name: &str, value: &str| set_header(&mut headers, name, value);
     for (flag, name, value) in [
         ("-A", "Accept", &args.accept),
-        ("-U", "User-Agent", &args.user_agent),
+        ("-U", "User-Agent", &user_agent),
         ("-host", "Host", &args.host),
     ] {
         if let Some(value) = value {
@@ -408,11 +420,33 @@ mod tests {
             vec![
                 ("content-type".into(), Value::text("a/b")),
                 ("Accept".into(), Value::text("application/json")),
-                ("User-Agent".into(), Value::text("ua/1")),
+                (
+                    "User-Agent".into(),
+                    Value::text(format!("ua/1 {}", barrage_engine::USER_AGENT))
+                ),
                 ("Host".into(), Value::text("example.test")),
             ]
         );
         assert_eq!(p.options.threads, Some(3));
+        // hey appends its agent to a User-Agent from -H as well; -U wins over -H.
+        let agent_of = |args: &[&str]| {
+            let p = plan(args).unwrap();
+            let Step::Request(r) = &p.sessions[0].steps[0] else {
+                panic!("a request step")
+            };
+            let h = r.headers.iter().find(|h| h.name == "User-Agent");
+            h.map(|h| h.value.clone())
+        };
+        let ours = barrage_engine::USER_AGENT;
+        assert_eq!(
+            agent_of(&["-H", "User-Agent: h/1", "http://h/"]),
+            Some(Value::text(format!("h/1 {ours}")))
+        );
+        assert_eq!(
+            agent_of(&["-H", "User-Agent: h/1", "-U", "u/2", "http://h/"]),
+            Some(Value::text(format!("u/2 {ours}")))
+        );
+        assert_eq!(agent_of(&["http://h/"]), None);
         assert!(flag_error(&["--cpus", "0", "http://h/"]).contains("'--cpus "));
         assert!(usage_message(&["--host", "a\u{1}b", "http://h/"]).starts_with("-host:"));
     }

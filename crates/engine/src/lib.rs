@@ -32,6 +32,7 @@ mod session;
 mod snapshots;
 mod worker;
 
+pub use barrage_http::USER_AGENT;
 pub use compile::CompileError;
 pub use control::{LiveCounters, LiveSnapshot, RunControl, StopSignal};
 pub use protocol::connector;

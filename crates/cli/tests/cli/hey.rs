@@ -119,7 +119,10 @@ fn flag_cases() -> Vec<FlagCase> {
         FlagCase {
             name: "U",
             value: Some("ua/1"),
-            check: |p| assert_eq!(header_of(p, "User-Agent").as_deref(), Some("ua/1")),
+            check: |p| {
+                let expected = format!("ua/1 barrage/{}", env!("CARGO_PKG_VERSION"));
+                assert_eq!(header_of(p, "User-Agent"), Some(expected));
+            },
             bad: Some("a\u{1}b"),
         },
         FlagCase {
