@@ -5,7 +5,7 @@ use crate::usage::usage;
 use crate::values;
 use barrage_plan::{
     ArrivalRate, Body, ClosedVus, Credentials, Header, HeaderField, Method, Plan, Proxy,
-    RequestStep, Session, Step, Target, TestOptions, Value, Workload, DEFAULT_MAX_REDIRECTS,
+    RequestStep, Session, Step, Target, TestOptions, Value, Workload, GO_CLIENT_MAX_REDIRECTS,
     PLAN_FORMAT_VERSION,
 };
 use clap::Args;
@@ -259,11 +259,14 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
                 .as_deref()
                 .map(|g| values::duration_flag("--grace", g, false))
                 .transpose()?,
+            // hey (Go's client) sends at most 10 requests per chain and calls a 10th
+            // redirect an error; -disable-redirects returns the first response as it is.
             max_redirects: if args.disable_redirects {
                 0
             } else {
-                DEFAULT_MAX_REDIRECTS
+                GO_CLIENT_MAX_REDIRECTS
             },
+            too_many_redirects_is_error: !args.disable_redirects,
             basic_auth,
             proxy: args
                 .proxy
@@ -384,10 +387,12 @@ mod tests {
                 value: Value::text("text/html")
             }]
         );
-        assert_eq!(p.options.max_redirects, 10);
+        assert_eq!(p.options.max_redirects, 9);
+        assert!(p.options.too_many_redirects_is_error);
         assert_eq!(p.options.basic_auth, Credentials::parse_pair("u:p@ss"));
         let p = plan(&["--disable-redirects", "-a", "a:b", "http://u:p@h/"]).unwrap();
         assert_eq!(p.options.max_redirects, 0);
+        assert!(!p.options.too_many_redirects_is_error);
         assert_eq!(p.options.basic_auth, Credentials::parse_pair("a:b"));
     }
 

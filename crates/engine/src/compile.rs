@@ -107,6 +107,7 @@ impl CompiledPlan {
             accept_gzip: plan.options.compression,
             headers: &headers,
             max_redirects: plan.options.max_redirects,
+            too_many_redirects_is_error: plan.options.too_many_redirects_is_error,
             cookies: plan.options.cookies,
             target_prefix: target_prefix.as_deref(),
         };

@@ -20,6 +20,7 @@ mod cookies;
 mod exchange;
 mod executor;
 mod http_debug;
+mod origins;
 mod pool;
 mod protocol;
 mod redirect;
