@@ -136,8 +136,36 @@ fn set_header(headers: &mut Vec<Header>, name: &str, value: &str) {
     });
 }
 
+/// hey's `-a`, by its pattern `^(.+):([^\s].+)`: the user is everything before the last
+/// colon that leaves a password of two or more characters not starting with a space.
+fn hey_credentials(text: &str) -> Option<Credentials> {
+    if text.contains('\n') {
+        return None;
+    }
+    text.char_indices()
+        .filter(|&(at, c)| c == ':' && at > 0)
+        .map(|(at, _)| (&text[..at], &text[at + 1..]))
+        .filter(|(_, password)| {
+            password.chars().count() >= 2 && !password.starts_with(char::is_whitespace)
+        })
+        .last()
+        .map(|(username, password)| Credentials {
+            username: username.to_string(),
+            password: password.to_string(),
+        })
+}
+
+/// hey's `-H`: its pattern `^([\w-]+):\s*(.+)`: a name of ASCII letters, digits, `_` and
+/// `-`, a colon right after it, and a value that is not empty.
 fn parse_header(raw: &str) -> anyhow::Result<Header> {
-    let Some((name, value)) = raw.split_once(':') else {
+    let parsed = raw.split_once(':').filter(|(name, value)| {
+        !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            && !value.trim_start().is_empty()
+    });
+    let Some((name, value)) = parsed else {
         return Err(usage(format!(
             "-H: `{raw}` is not a header (expected \"Name: value\")"
         )));
@@ -168,9 +196,9 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
         d => d,
     };
     let basic_auth = match &args.basic_auth {
-        Some(pair) => {
-            Some(Credentials::parse_pair(pair).ok_or_else(|| usage("-a: expected user:password"))?)
-        }
+        Some(pair) => Some(hey_credentials(pair).ok_or_else(|| {
+            usage("-a: expected user:password (a password of two characters or more, as hey)")
+        })?),
         None => Credentials::from_url(&args.url),
     };
     let mut headers = Vec::new();
@@ -390,10 +418,27 @@ mod tests {
         assert_eq!(p.options.max_redirects, 9);
         assert!(p.options.too_many_redirects_is_error);
         assert_eq!(p.options.basic_auth, Credentials::parse_pair("u:p@ss"));
-        let p = plan(&["--disable-redirects", "-a", "a:b", "http://u:p@h/"]).unwrap();
+        let p = plan(&["--disable-redirects", "-a", "a:bc", "http://u:p@h/"]).unwrap();
         assert_eq!(p.options.max_redirects, 0);
         assert!(!p.options.too_many_redirects_is_error);
-        assert_eq!(p.options.basic_auth, Credentials::parse_pair("a:b"));
+        assert_eq!(p.options.basic_auth, Credentials::parse_pair("a:bc"));
+    }
+
+    #[test]
+    fn a_and_h_parse_by_heys_patterns() {
+        let pair = |text| hey_credentials(text).map(|c| (c.username, c.password));
+        let owned = |u: &str, p: &str| Some((u.to_string(), p.to_string()));
+        assert_eq!(pair("user:pass"), owned("user", "pass"));
+        assert_eq!(pair("a:b:cd"), owned("a:b", "cd"));
+        assert_eq!(pair("a:bc:d"), owned("a", "bc:d"));
+        assert_eq!(pair("u:p@ss"), owned("u", "p@ss"));
+        for bad in ["u:p", ":pw", "u: pw", "nocolon", "u:"] {
+            assert_eq!(pair(bad), None, "{bad}");
+        }
+        assert!(parse_header("X-A_1: v").is_ok());
+        for bad in [" X: v", "X : v", "X.Y: v", "X:", "X:  ", ": v"] {
+            assert!(parse_header(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -466,7 +511,7 @@ mod tests {
             "-T",
             "application/json",
             "-a",
-            "u:p",
+            "u:pw",
             "-H",
             "X-A: 1",
             "--disable-keepalive",
@@ -493,7 +538,7 @@ mod tests {
                 .basic_auth
                 .as_ref()
                 .map(Credentials::basic_header_value),
-            Some("Basic dTpw".into())
+            Some("Basic dTpwdw==".into())
         );
         assert!(!p.options.keep_alive && !p.options.compression);
         assert_eq!(p.options.request_timeout, Duration::from_millis(500));
