@@ -36,8 +36,9 @@ pub use stages::{Piece, Stages};
 pub use target::{Scheme, Target, TargetError};
 pub use thresholds::{
     compare, is_metric_name, is_per_tag, metric_kind, parse_expression, parse_key,
-    threshold_problem, Aggregation, MetricDecl, MetricKind, MetricSample, MetricsSpec,
-    ResponseTiming, SampleInput, Threshold, ThresholdRule, BUILTIN_METRICS,
+    parse_key_filters, threshold_problem, Aggregation, MetricDecl, MetricKind, MetricSample,
+    MetricsSpec, ResponseTiming, SampleInput, StatusFilter, Threshold, ThresholdRule,
+    BUILTIN_METRICS,
 };
 pub use vus::{
     ArrivalPool, ConstantVus, PerVuIterations, RampingVus, RateStage, SharedIterations, VuStage,
