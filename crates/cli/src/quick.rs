@@ -145,10 +145,9 @@ fn hey_credentials(text: &str) -> Option<Credentials> {
     text.char_indices()
         .filter(|&(at, c)| c == ':' && at > 0)
         .map(|(at, _)| (&text[..at], &text[at + 1..]))
-        .filter(|(_, password)| {
+        .rfind(|(_, password)| {
             password.chars().count() >= 2 && !password.starts_with(char::is_whitespace)
         })
-        .last()
         .map(|(username, password)| Credentials {
             username: username.to_string(),
             password: password.to_string(),

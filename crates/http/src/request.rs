@@ -101,7 +101,6 @@ pub const USER_AGENT: &str = concat!("barrage/", env!("CARGO_PKG_VERSION"));
 
 /// The headers barrage sends unless the request gives its own of the same name, in order;
 /// `None` means the header is not sent with these settings.
-
 pub fn default_headers(
     authority: &str,
     keep_alive: bool,
