@@ -290,13 +290,7 @@ impl Client {
                 if next.is_some() && hops_left == 0 && request.too_many_redirects_is_error {
                     // Go's client (hey): "stopped after 10 redirects", an error for the
                     // whole chain, the last response unread by the caller.
-                    self.state.last_status = 0;
-                    self.state.last_response = LastResponse::default();
-                    request.extraction.unset(&mut self.state);
-                    if let Some(captured) = captured {
-                        let held = captured.retained_bytes();
-                        worker.captures.give(captured, held);
-                    }
+                    self.forget_response(worker, request, captured);
                     let kind = ErrorKind::TooManyRedirects;
                     let sent = exchange.bytes_sent;
                     worker.record_error(request.tag, exchange.done_at, kind, sent, request_id);
@@ -369,13 +363,7 @@ impl Client {
             http_debug::print(&http_debug::render(level, bytes, Err(kind)));
         }
         self.drop_connection(elsewhere.is_some());
-        self.state.last_status = 0;
-        self.state.last_response = LastResponse::default();
-        request.extraction.unset(&mut self.state);
-        if let Some(captured) = captured {
-            let held = captured.retained_bytes();
-            worker.captures.give(captured, held);
-        }
+        self.forget_response(worker, request, captured);
         worker.record_error(request.tag, Instant::now(), kind, prepared, request_id);
         if matches!(
             kind,
@@ -394,6 +382,23 @@ impl Client {
 }
 
 impl Client {
+    /// A request that ends as an error leaves no response: no status, no timings, its
+    /// extractions unset; its capture buffer goes back to the pool.
+    fn forget_response(
+        &mut self,
+        worker: &Worker,
+        request: &CompiledRequest,
+        captured: Option<Box<Captured>>,
+    ) {
+        self.state.last_status = 0;
+        self.state.last_response = LastResponse::default();
+        request.extraction.unset(&mut self.state);
+        if let Some(captured) = captured {
+            let held = captured.retained_bytes();
+            worker.captures.give(captured, held);
+        }
+    }
+
     /// Closes the connection a hop used: the other-origin one, or the target's.
     fn drop_connection(&mut self, elsewhere: bool) {
         match (elsewhere, self.other_origin.as_deref_mut()) {
