@@ -167,6 +167,12 @@ fn flag_cases() -> Vec<FlagCase> {
             check: |p| assert!(p["options"].get("max_redirects").is_none(), "{p}"),
             bad: Some("maybe"),
         },
+        FlagCase {
+            name: "x",
+            value: Some("127.0.0.1:3128"),
+            check: |p| assert_eq!(p["options"]["proxy"]["target"]["port"], 3128, "{p}"),
+            bad: Some("https://127.0.0.1:3128"),
+        },
     ]
 }
 
