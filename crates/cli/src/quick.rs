@@ -154,17 +154,10 @@ fn hey_credentials(text: &str) -> Option<Credentials> {
         })
 }
 
-/// hey's `-H`: its pattern `^([\w-]+):\s*(.+)`: a name of ASCII letters, digits, `_` and
-/// `-`, a colon right after it, and a value that is not empty.
+/// hey's `-H`, by its pattern `^([\w-]+):\s*(.+)`: a name of ASCII letters, digits, `_` and
+/// `-` right before the colon, and a value that is not empty.
 fn parse_header(raw: &str) -> anyhow::Result<Header> {
-    let parsed = raw.split_once(':').filter(|(name, value)| {
-        !name.is_empty()
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-            && !value.trim_start().is_empty()
-    });
-    let Some((name, value)) = parsed else {
+    let Some((name, value)) = raw.split_once(':') else {
         return Err(usage(format!(
             "-H: `{raw}` is not a header (expected \"Name: value\")"
         )));
@@ -173,10 +166,24 @@ fn parse_header(raw: &str) -> anyhow::Result<Header> {
         name: name.trim().to_string(),
         value: value.trim().to_string(),
     };
-    match header.problem() {
-        Some(problem) => Err(usage(format!("-H: {problem}"))),
-        None => Ok(header),
+    if let Some(problem) = header.problem() {
+        return Err(usage(format!("-H: {problem}")));
     }
+    let hey_name = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !hey_name {
+        return Err(usage(format!(
+            "-H: `{raw}`: hey takes header names of letters, digits, `_` and `-` only, right before the colon"
+        )));
+    }
+    if header.value.is_empty() {
+        return Err(usage(format!(
+            "-H: `{raw}`: the value is empty (hey needs one)"
+        )));
+    }
+    Ok(header)
 }
 
 /// Compiles the flags into a plan. Pure: reads the body file, touches nothing else.

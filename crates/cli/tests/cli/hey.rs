@@ -777,6 +777,46 @@ fn x_sends_requests_through_an_http_proxy_and_https_through_connect() {
             format!("GET {} HTTP/1.1", plain.url("/get"))
         ]
     );
+    // A redirect to another origin goes through the proxy too: absolute form (with the
+    // proxy's credentials) for http, a CONNECT tunnel for https.
+    seen.lock().unwrap().clear();
+    let elsewhere = format!("https://localhost:{}/get", target.addr.port());
+    let s = quick_json(
+        &[
+            "-n",
+            "1",
+            "-c",
+            "1",
+            "-x",
+            &proxy_url,
+            "--cacert",
+            &cert,
+            &plain.url(&format!("/redirect-to?url={elsewhere}")),
+        ],
+        LIMIT,
+    );
+    assert_eq!(
+        s["status_codes"],
+        serde_json::json!({"200": 1, "302": 1}),
+        "{s:#}"
+    );
+    let hops = seen.lock().unwrap().clone();
+    assert_eq!(
+        hops,
+        [
+            (
+                format!(
+                    "GET {} HTTP/1.1",
+                    plain.url(&format!("/redirect-to?url={elsewhere}"))
+                ),
+                Some("basic dtpwdw==".to_string())
+            ),
+            (
+                format!("CONNECT localhost:{} HTTP/1.1", target.addr.port()),
+                Some("basic dtpwdw==".to_string())
+            ),
+        ]
+    );
     // HTTPS: a CONNECT tunnel to the target, TLS inside it (hey's -x host:port form).
     seen.lock().unwrap().clear();
     let url = target.https_url("/get");
