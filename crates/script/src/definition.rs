@@ -32,6 +32,7 @@ const TEST_OPTIONS: &[&str] = &[
     "maxRedirects",
     "cluster",
     "dumptraffic",
+    "exclude_tags",
 ];
 /// The largest integer a JavaScript number holds exactly.
 const MAX_SAFE: i64 = (1 << 53) - 1;
@@ -477,6 +478,9 @@ impl Definition {
                     "{}: warning: {}: `{key}` is a StormForger cloud setting; barrage runs here and ignores it",
                     a.loc, a.what
                 )),
+                "exclude_tags" => {
+                    crate::request::warn_unknown_meaning(&mut self.warnings, a, "exclude_tags")
+                }
                 _ => options.seed = Some(a.integer(v, key, 0, MAX_SAFE)? as u64),
             }
         }

@@ -176,8 +176,22 @@ impl<'a> SessionBuilder<'a> {
         };
         let mut sequential = false;
         let none = JsVal::Undefined;
-        for (key, v) in a.options(call.args.get(1).unwrap_or(&none), &["sequential"])? {
-            sequential = a.bool(v, key)?;
+        let options = call.args.get(1).unwrap_or(&none);
+        // `sequential` is the one option with a public description; others StormForger
+        // may take are accepted with a warning naming them (see `warn_unknown_meaning`).
+        if let JsVal::Obj(fields) = options {
+            for (key, v) in fields.iter().filter(|(_, v)| *v != JsVal::Undefined) {
+                match key.as_str() {
+                    "sequential" => sequential = a.bool(v, key)?,
+                    other => crate::request::warn_unknown_meaning(
+                        &mut self.warnings,
+                        a,
+                        &format!("pickFrom option {other}"),
+                    ),
+                }
+            }
+        } else {
+            a.options(options, &["sequential"])?;
         }
         let source = self.sources[handle];
         Ok(self.bind(call, Binding::PickRow { source, sequential }))
