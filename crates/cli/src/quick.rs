@@ -301,6 +301,7 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
                 GO_CLIENT_MAX_REDIRECTS
             },
             too_many_redirects_is_error: !args.disable_redirects,
+            count_redirect_chains: !args.disable_redirects,
             basic_auth,
             proxy: args
                 .proxy
@@ -423,10 +424,12 @@ mod tests {
         );
         assert_eq!(p.options.max_redirects, 9);
         assert!(p.options.too_many_redirects_is_error);
+        assert!(p.options.count_redirect_chains);
         assert_eq!(p.options.basic_auth, Credentials::parse_pair("u:p@ss"));
         let p = plan(&["--disable-redirects", "-a", "a:bc", "http://u:p@h/"]).unwrap();
         assert_eq!(p.options.max_redirects, 0);
         assert!(!p.options.too_many_redirects_is_error);
+        assert!(!p.options.count_redirect_chains);
         assert_eq!(p.options.basic_auth, Credentials::parse_pair("a:bc"));
     }
 

@@ -55,6 +55,8 @@ pub(crate) struct CompiledPlan {
     pub origin: Option<Origin>,
     /// Each client keeps a cookie jar.
     pub cookies: bool,
+    /// A redirect chain counts as one request (hey); else each hop is one (k6).
+    pub count_redirect_chains: bool,
     /// `--http-debug`: prints the run's first exchanges.
     pub http_debug: Option<DebugPrinter>,
     /// Through a proxy to a plain http:// target: the origin every request target starts
@@ -147,6 +149,7 @@ impl CompiledPlan {
                 .collect(),
             origin: Origin::new(&plan.target),
             cookies: plan.options.cookies,
+            count_redirect_chains: plan.options.count_redirect_chains,
             http_debug: plan.options.http_debug.map(DebugPrinter::new),
             target_prefix,
             target: plan.target.clone(),

@@ -51,12 +51,27 @@ enum Hop {
     Redirect(redirect::Next),
 }
 
-/// A redirect chain so far: when it was meant to start and the setup time of the last
-/// connection it opened (what hey's per-request CSV row reports for the whole chain).
+/// A redirect chain so far: when it was meant to start, the setup time of the last
+/// connection it opened (what hey's per-request CSV row reports for the whole chain), and
+/// the bytes its earlier hops moved (counted with its end when the plan counts chains).
 struct Chain {
     intended: Instant,
     connect: Option<Duration>,
     tls: Option<Duration>,
+    bytes_sent: u64,
+    bytes_received: u64,
+}
+
+impl Chain {
+    /// What an error ending the chain counts as sent besides its own hop: the earlier
+    /// hops' bytes when the chain is one request (they were not recorded), else nothing.
+    fn unrecorded_sent(&self, worker: &Worker) -> u64 {
+        if worker.run.plan.count_redirect_chains {
+            self.bytes_sent
+        } else {
+            0
+        }
+    }
 }
 
 impl Client {
@@ -92,6 +107,8 @@ impl Client {
             intended,
             connect: None,
             tls: None,
+            bytes_sent: 0,
+            bytes_received: 0,
         };
         let ok = loop {
             let sending = match (&mut self.jar, &mut with_cookies) {
@@ -131,7 +148,7 @@ impl Client {
                 match self.route_to_other(worker, &next.url).await {
                     Ok(other) => other.request_target(&next.url),
                     Err(kind) => {
-                        let prepared = bytes.len() as u64;
+                        let prepared = bytes.len() as u64 + chain.unrecorded_sent(worker);
                         worker.record_error(request.tag, start, kind, prepared, request_id);
                         break false;
                     }
@@ -292,7 +309,7 @@ impl Client {
                     // whole chain, the last response unread by the caller.
                     self.forget_response(worker, request, captured);
                     let kind = ErrorKind::TooManyRedirects;
-                    let sent = exchange.bytes_sent;
+                    let sent = exchange.bytes_sent + chain.unrecorded_sent(worker);
                     worker.record_error(request.tag, exchange.done_at, kind, sent, request_id);
                     return Hop::Done(false);
                 }
@@ -319,9 +336,21 @@ impl Client {
                         tls: chain.tls,
                         ..record.phases
                     },
+                    bytes_sent: chain.bytes_sent + record.bytes_sent,
+                    bytes_received: chain.bytes_received + record.bytes_received,
                     ..record
                 });
-                worker.record_response(&record, request_id, chain_record.as_ref());
+                // hey counts a chain once (its end); k6 and StormForger count every hop.
+                let counted = if worker.run.plan.count_redirect_chains {
+                    chain_record.as_ref()
+                } else {
+                    Some(&record)
+                };
+                if next.is_some() {
+                    chain.bytes_sent += record.bytes_sent;
+                    chain.bytes_received += record.bytes_received;
+                }
+                worker.record_response(&record, counted, request_id, chain_record.as_ref());
                 self.state.last_status = exchange.status;
                 self.state.last_response = LastResponse {
                     duration: record.latency,

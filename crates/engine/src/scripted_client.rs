@@ -190,7 +190,7 @@ impl Client {
                     body_bytes: exchange.body_bytes,
                     decoded_body_bytes: captured.decoded_len().unwrap_or(exchange.body_bytes),
                 };
-                worker.record_response(&record, None, Some(&record));
+                worker.record_response(&record, Some(&record), None, Some(&record));
                 let response = ScriptResponse {
                     status: exchange.status,
                     headers: CAPTURED_HEADERS

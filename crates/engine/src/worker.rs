@@ -310,20 +310,26 @@ impl Worker {
         at.saturating_duration_since(self.run.run_start).as_secs()
     }
 
-    /// Records a response; `request_id` is the counter of the request's `X-Request-Id`
-    /// (`None` when the plan set its own header), for the sample log.
-    #[inline]
+    /// Records a response: `record` is the response itself, for the sample log;
+    /// `counted` what the metrics count for it (the response, or, when the plan counts
+    /// redirect chains, the chain it ends, or nothing for a hop in the middle of one);
+    /// `request_id` is the counter of the request's `X-Request-Id` (`None` when the plan
+    /// set its own header), for the sample log.
     ///
     /// `chain` is the record of the whole redirect chain when this response ends one (the
     /// response itself when nothing redirected): hey's CSV writes a row per chain.
+    #[inline]
     pub(crate) fn record_response(
         &self,
         record: &ResponseRecord,
+        counted: Option<&ResponseRecord>,
         request_id: Option<u64>,
         chain: Option<&ResponseRecord>,
     ) {
-        self.metrics.borrow_mut().record_response(record);
-        self.live().add_response();
+        if let Some(counted) = counted {
+            self.metrics.borrow_mut().record_response(counted);
+            self.live().add_response();
+        }
         if let Some(sampler) = &self.sampler {
             sampler
                 .borrow_mut()

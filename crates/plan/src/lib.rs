@@ -126,6 +126,14 @@ pub struct TestOptions {
     /// the response (k6, and `false`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub too_many_redirects_is_error: bool,
+    /// A redirect chain counts as one request, as hey counts one result per `client.Do`:
+    /// its final status, its latency from the first hop's intended start to the last
+    /// response, its bytes on the wire summed over the hops (the body size is the last
+    /// response's), and an error anywhere in it one error. Without it (k6, StormForger)
+    /// each hop is a request of its own. Either way the per-request sample log
+    /// (`--out samples=`) and `--http-debug` show every hop.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub count_redirect_chains: bool,
     /// Keep a cookie jar per client (RFC 6265): `Set-Cookie` is stored, `Cookie` sent back.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cookies: bool,
@@ -171,6 +179,7 @@ impl Default for TestOptions {
             stop_grace: None,
             max_redirects: 0,
             too_many_redirects_is_error: false,
+            count_redirect_chains: false,
             cookies: false,
             basic_auth: None,
             proxy: None,

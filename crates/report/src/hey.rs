@@ -19,7 +19,13 @@ pub fn render_hey(summary: &Summary) -> String {
     let _ = writeln!(out, "  Slowest:\t{}", secs(l.max_us as f64 / 1e6));
     let _ = writeln!(out, "  Fastest:\t{}", secs(l.min_us as f64 / 1e6));
     let _ = writeln!(out, "  Average:\t{}", secs(l.mean_us / 1e6));
-    let _ = writeln!(out, "  Requests/sec:\t{:.4}", summary.requests_per_second);
+    // hey's rate counts every request that ended, failed ones too (its `numRes`).
+    let per_second = if summary.total_s > 0.0 {
+        summary.requests as f64 / summary.total_s
+    } else {
+        0.0
+    };
+    let _ = writeln!(out, "  Requests/sec:\t{per_second:.4}");
     let _ = writeln!(out, "  ");
     let _ = writeln!(out, "  Total data:\t{} bytes", summary.total_data_bytes);
     let _ = writeln!(
@@ -148,7 +154,8 @@ mod tests {
         for needle in [
             "Summary:",
             "Total:\t2.0000 secs",
-            "Requests/sec:\t50.0000",
+            // 100 responses and 1 error in 2 s: hey counts the error too.
+            "Requests/sec:\t50.5000",
             "Total data:\t2000 bytes",
             "Size/request:\t20 bytes",
             "Response time histogram:",
