@@ -5,7 +5,7 @@ use crate::error::{Location, ScriptError};
 use crate::jsval::JsVal;
 use crate::runtime::{bounded_runtime, describe_thrown, script_options, Deadline};
 use rquickjs::convert::Coerced;
-use rquickjs::{Context, Ctx, Function, Module, Object, Type, Value};
+use rquickjs::{Context, Ctx, Function, Object, Type, Value};
 use std::time::{Duration, Instant};
 
 const PRELUDE: &str = include_str!("prelude.js");
@@ -77,8 +77,8 @@ pub struct ScriptInputs {
 }
 
 /// Evaluates `source` (named `file` in locations), stopping it after `limit`. A `.mjs` file,
-/// or one with `import`/`export` statements, runs as an ES module whose relative imports are
-/// read from disk.
+/// or one with `import`/`export` statements, is bundled with the relative imports it reads from
+/// disk, as StormForger bundles a test case (`bundle.rs`).
 #[cfg(test)]
 pub(crate) fn evaluate(source: &str, file: &str, limit: Duration) -> Result<Record, ScriptError> {
     evaluate_with(source, file, limit, &ScriptInputs::default())
@@ -130,8 +130,8 @@ pub(crate) fn evaluate_with(
         }
         let record: Object = prelude.call((env, defines)).map_err(fail)?;
         if is_module(file, source) {
-            let promise = Module::evaluate(ctx.clone(), file, source).map_err(fail)?;
-            promise.finish::<()>().map_err(fail)?;
+            // As StormForger: its files bundled into sloppy scripts (see bundle.rs).
+            crate::bundle::evaluate(&ctx, file, source, &modules).map_err(fail)?;
         } else {
             ctx.eval_with_options::<Value, _>(source, options(file))
                 .map_err(fail)?;

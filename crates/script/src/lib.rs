@@ -14,6 +14,7 @@
 //! });
 //! ```
 
+mod bundle;
 mod data;
 mod definition;
 mod error;

@@ -54,9 +54,68 @@ impl Modules {
     }
 
     fn fail(&self, importer: &str, message: String) {
+        self.fail_at(importer, None, message);
+    }
+
+    /// Records the first problem, at `file`'s line and column when known.
+    pub(crate) fn fail_at(&self, file: &str, at: Option<(u32, u32)>, message: String) {
         let mut state = self.0.borrow_mut();
         if state.problem.is_none() {
-            state.problem = Some(ScriptError::dsl(&Location::file(importer), message));
+            let location = Location {
+                line: at.map(|(line, _)| line),
+                column: at.map(|(_, column)| column),
+                ..Location::file(file)
+            };
+            state.problem = Some(ScriptError::dsl(&location, message));
+        }
+    }
+
+    /// The path of `name` imported from `base`: relative paths only, resolved next to the
+    /// importing file (remembered, for errors while loading it).
+    pub(crate) fn resolve(&self, base: &str, name: &str) -> Result<String, String> {
+        if !(name.starts_with("./") || name.starts_with("../")) {
+            return Err(format!("cannot import \"{name}\": a test case imports its own files by relative path (\"./...\" or \"../...\")"));
+        }
+        let dir = Path::new(base).parent().unwrap_or_else(|| Path::new(""));
+        let resolved = normalize(&dir.join(name)).to_string_lossy().into_owned();
+        self.0
+            .borrow_mut()
+            .importers
+            .push((resolved.clone(), base.to_string(), name.to_string()));
+        Ok(resolved)
+    }
+
+    /// The text of the module at `path` (resolved), counted among the test case's files; an
+    /// unreadable or too large file is the recorded problem, named by its importer.
+    pub(crate) fn read(&self, path: &str) -> Result<String, ()> {
+        let (importer, written) = self
+            .0
+            .borrow()
+            .importers
+            .iter()
+            .find(|(resolved, _, _)| resolved == path)
+            .map(|(_, base, name)| (base.clone(), name.clone()))
+            .unwrap_or_else(|| (path.to_string(), path.to_string()));
+        let source = match std::fs::metadata(path) {
+            Ok(meta) if meta.len() > MODULE_LIMIT => Err(format!(
+                "{} bytes is more than a module may have",
+                meta.len()
+            )),
+            Ok(_) => std::fs::read_to_string(path).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match source {
+            Ok(source) => {
+                self.0.borrow_mut().files.push(path.to_string());
+                Ok(source)
+            }
+            Err(reason) => {
+                self.fail(
+                    &importer,
+                    format!("cannot import \"{written}\" (looked for {path}): {reason}"),
+                );
+                Err(())
+            }
         }
     }
 }
@@ -91,21 +150,10 @@ impl Resolver for ModuleResolver {
         name: &str,
         _attributes: Option<ImportAttributes<'js>>,
     ) -> rquickjs::Result<String> {
-        if !(name.starts_with("./") || name.starts_with("../")) {
-            self.0.fail(
-                base,
-                format!("cannot import \"{name}\": a test case imports its own files by relative path (\"./...\" or \"../...\")"),
-            );
-            return Err(Error::new_resolving(base, name));
-        }
-        let dir = Path::new(base).parent().unwrap_or_else(|| Path::new(""));
-        let resolved = normalize(&dir.join(name)).to_string_lossy().into_owned();
-        self.0 .0.borrow_mut().importers.push((
-            resolved.clone(),
-            base.to_string(),
-            name.to_string(),
-        ));
-        Ok(resolved)
+        self.0.resolve(base, name).map_err(|message| {
+            self.0.fail(base, message);
+            Error::new_resolving(base, name)
+        })
     }
 }
 
@@ -118,34 +166,7 @@ impl Loader for ModuleLoader {
         path: &str,
         _attributes: Option<ImportAttributes<'js>>,
     ) -> rquickjs::Result<Module<'js>> {
-        let (importer, written) = self
-            .0
-             .0
-            .borrow()
-            .importers
-            .iter()
-            .find(|(resolved, _, _)| resolved == path)
-            .map(|(_, base, name)| (base.clone(), name.clone()))
-            .unwrap_or_else(|| (path.to_string(), path.to_string()));
-        let source = match std::fs::metadata(path) {
-            Ok(meta) if meta.len() > MODULE_LIMIT => Err(format!(
-                "{} bytes is more than a module may have",
-                meta.len()
-            )),
-            Ok(_) => std::fs::read_to_string(path).map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        };
-        let source = match source {
-            Ok(source) => source,
-            Err(reason) => {
-                self.0.fail(
-                    &importer,
-                    format!("cannot import \"{written}\" (looked for {path}): {reason}"),
-                );
-                return Err(Error::new_loading(path));
-            }
-        };
-        self.0 .0.borrow_mut().files.push(path.to_string());
+        let source = self.0.read(path).map_err(|()| Error::new_loading(path))?;
         Module::declare(ctx.clone(), path, source)
     }
 }

@@ -185,6 +185,35 @@ fn errors_in_imported_files_name_them() {
 }
 
 #[test]
+fn test_cases_with_imports_run_sloppy_as_stormforger_bundles_them() {
+    // Undeclared assignments (main file and module), and `with`, an octal literal and
+    // duplicate parameters in an imported file without import/export: all run, as in
+    // StormForger.
+    let compiled = compile("sf_sloppy/index.mjs", &[]).unwrap();
+    assert_eq!(
+        requests(&compiled, 0)[0].path,
+        // `n` twice: the second, not passed, wins (sloppy mode's rule).
+        "/get?n=undefined&base=8&token=t-2",
+        "{:?}",
+        requests(&compiled, 0)
+    );
+    // A file with import/export is an ES module to esbuild too: strict-only syntax there is
+    // an error, named by file:line.
+    let e = compile("sf_sloppy/strict_syntax.mjs", &[]).unwrap_err();
+    assert!(
+        e.contains("sf_sloppy/modules/with_export.js:3:") && e.contains("SyntaxError"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'), "{e}");
+    // A run-time error in an imported file still names its file and line.
+    let e = compile("sf_sloppy/typo.mjs", &[]).unwrap_err();
+    assert!(
+        e.contains("sf_sloppy/modules/typo.js:3:") && e.contains("tokn"),
+        "{e}"
+    );
+}
+
+#[test]
 fn bad_stormforger_input_is_one_line_naming_the_place() {
     let dir = fixtures();
     let cases: &[(&str, &str)] = &[
