@@ -10,7 +10,8 @@
 use crate::modules::Modules;
 use oxc_allocator::Allocator;
 use oxc_ast::ast::{
-    Declaration, ExportDefaultDeclarationKind, ImportDeclarationSpecifier, ModuleDeclaration,
+    Declaration, ExportDefaultDeclaration, ExportDefaultDeclarationKind,
+    ImportDeclarationSpecifier, ModuleDeclaration,
 };
 use oxc_parser::Parser;
 use oxc_span::{GetSpan, SourceType, Span};
@@ -101,27 +102,76 @@ pub(crate) fn bundle_file(
             message: "the file does not parse".into(),
         }));
     }
-    let mut head = String::new();
-    let mut edits: Vec<(Span, String)> = Vec::new();
-    let mut imports = Vec::new();
-    let mut require = |specifier: &str, head: &mut String, span: Span| -> Result<String, Problem> {
-        let resolved = resolve(specifier).map_err(|message| Problem {
+    let mut rewrite = Rewrite {
+        head: String::new(),
+        edits: Vec::new(),
+        imports: Vec::new(),
+        resolve,
+    };
+    for statement in &parsed.program.body {
+        if let Some(declaration) = statement.as_module_declaration() {
+            rewrite.declaration(declaration)?;
+        }
+    }
+    let Rewrite {
+        head,
+        edits,
+        imports,
+        ..
+    } = rewrite;
+    let mut body = String::with_capacity(source.len());
+    let mut at = 0usize;
+    for (span, replacement) in edits {
+        let (start, end) = (span.start as usize, span.end as usize);
+        body.push_str(&source[at..start]);
+        body.push_str(&replacement);
+        body.push_str(&blank(&source[start..end]));
+        at = end;
+    }
+    body.push_str(&source[at..]);
+    let script = format!(
+        "__sf_define({}, function (exports) {{{head}{body}\n}});",
+        quoted(path)
+    );
+    Ok(Bundled {
+        script,
+        imports,
+        module_body: Some(body),
+    })
+}
+
+/// The rewrite of one file's `import`/`export` statements: what runs first in its wrapper
+/// (`head`: requires, import bindings, export getters), the edits to its text, the files
+/// it imports.
+struct Rewrite<'r> {
+    head: String,
+    edits: Vec<(Span, String)>,
+    imports: Vec<String>,
+    resolve: &'r mut dyn FnMut(&str) -> Result<String, String>,
+}
+
+impl Rewrite<'_> {
+    /// Requires `specifier` first thing in the wrapper; the variable holding its exports.
+    fn require(&mut self, specifier: &str, span: Span) -> Result<String, Problem> {
+        let resolved = (self.resolve)(specifier).map_err(|message| Problem {
             offset: Some(span.start),
             message,
         })?;
-        let var = format!("__sf_m{}", imports.len());
-        let _ = write!(head, "var {var} = __sf_require({});", quoted(&resolved));
-        imports.push(resolved);
+        let var = format!("__sf_m{}", self.imports.len());
+        let _ = write!(
+            self.head,
+            "var {var} = __sf_require({});",
+            quoted(&resolved)
+        );
+        self.imports.push(resolved);
         Ok(var)
-    };
-    for statement in &parsed.program.body {
-        let Some(declaration) = statement.as_module_declaration() else {
-            continue;
-        };
+    }
+
+    fn declaration(&mut self, declaration: &ModuleDeclaration<'_>) -> Result<(), Problem> {
         let span = declaration.span();
         match declaration {
             ModuleDeclaration::ImportDeclaration(import) => {
-                let var = require(import.source.value.as_str(), &mut head, span)?;
+                let var = self.require(import.source.value.as_str(), span)?;
                 for specifier in import.specifiers.iter().flatten() {
                     let (local, from) = match specifier {
                         ImportDeclarationSpecifier::ImportSpecifier(s) => (
@@ -135,9 +185,9 @@ pub(crate) fn bundle_file(
                             (s.local.name.as_str(), String::new())
                         }
                     };
-                    let _ = write!(head, "var {local} = {var}{from};");
+                    let _ = write!(self.head, "var {local} = {var}{from};");
                 }
-                edits.push((span, String::new()));
+                self.edits.push((span, String::new()));
             }
             ModuleDeclaration::ExportDeclaration(export) => {
                 let names: Vec<String> = match &export.declaration {
@@ -160,101 +210,87 @@ pub(crate) fn bundle_file(
                 };
                 for name in names {
                     let _ = write!(
-                        head,
+                        self.head,
                         "__sf_export(exports, {}, function () {{ return {name}; }});",
                         quoted(&name)
                     );
                 }
                 let keyword = Span::new(span.start, export.declaration.span().start);
-                edits.push((keyword, String::new()));
+                self.edits.push((keyword, String::new()));
             }
             ModuleDeclaration::ExportNamedDeclaration(export) => {
                 for s in &export.specifiers {
                     let _ = write!(
-                        head,
+                        self.head,
                         "__sf_export(exports, {}, function () {{ return {}; }});",
                         quoted(&s.exported.name()),
                         s.local.name()
                     );
                 }
-                edits.push((span, String::new()));
+                self.edits.push((span, String::new()));
             }
             ModuleDeclaration::ExportFromDeclaration(export) => {
-                let var = require(export.source.value.as_str(), &mut head, span)?;
+                let var = self.require(export.source.value.as_str(), span)?;
                 for s in &export.specifiers {
                     let _ = write!(
-                        head,
+                        self.head,
                         "__sf_export(exports, {}, function () {{ return {var}[{}]; }});",
                         quoted(&s.exported.name()),
                         quoted(&s.local.name())
                     );
                 }
-                edits.push((span, String::new()));
+                self.edits.push((span, String::new()));
             }
             ModuleDeclaration::ExportAllDeclaration(export) => {
-                let var = require(export.source.value.as_str(), &mut head, span)?;
+                let var = self.require(export.source.value.as_str(), span)?;
                 match &export.exported {
                     Some(name) => {
                         let _ = write!(
-                            head,
+                            self.head,
                             "__sf_export(exports, {}, function () {{ return {var}; }});",
                             quoted(&name.name())
                         );
                     }
                     None => {
-                        let _ = write!(head, "__sf_star(exports, {var});");
+                        let _ = write!(self.head, "__sf_star(exports, {var});");
                     }
                 }
-                edits.push((span, String::new()));
+                self.edits.push((span, String::new()));
             }
-            ModuleDeclaration::ExportDefaultDeclaration(export) => {
-                let body = export.declaration.span();
-                let named = match &export.declaration {
-                    ExportDefaultDeclarationKind::FunctionDeclaration(f) => {
-                        f.name().map(|n| n.to_string())
-                    }
-                    ExportDefaultDeclarationKind::ClassDeclaration(c) => {
-                        c.id.as_ref().map(|b| b.name.to_string())
-                    }
-                    ExportDefaultDeclarationKind::TSInterfaceDeclaration(_) => {
-                        return Err(typescript(span))
-                    }
-                    _ => None,
-                };
-                let keyword = Span::new(span.start, body.start);
-                match named {
-                    Some(name) => {
-                        let _ = write!(
-                            head,
-                            "__sf_export(exports, \"default\", function () {{ return {name}; }});"
-                        );
-                        edits.push((keyword, String::new()));
-                    }
-                    None => edits.push((keyword, "exports.default = ".into())),
-                }
-            }
+            ModuleDeclaration::ExportDefaultDeclaration(export) => self.export_default(export)?,
             _ => return Err(typescript(span)),
         }
+        Ok(())
     }
-    let mut body = String::with_capacity(source.len());
-    let mut at = 0usize;
-    for (span, replacement) in edits {
-        let (start, end) = (span.start as usize, span.end as usize);
-        body.push_str(&source[at..start]);
-        body.push_str(&replacement);
-        body.push_str(&blank(&source[start..end]));
-        at = end;
+
+    /// `export default`: a named function or class keeps its name (a getter exports it);
+    /// anything else is assigned to `exports.default`.
+    fn export_default(&mut self, export: &ExportDefaultDeclaration<'_>) -> Result<(), Problem> {
+        let span = export.span;
+        let body = export.declaration.span();
+        let named = match &export.declaration {
+            ExportDefaultDeclarationKind::FunctionDeclaration(f) => f.name().map(|n| n.to_string()),
+            ExportDefaultDeclarationKind::ClassDeclaration(c) => {
+                c.id.as_ref().map(|b| b.name.to_string())
+            }
+            ExportDefaultDeclarationKind::TSInterfaceDeclaration(_) => {
+                return Err(typescript(span))
+            }
+            _ => None,
+        };
+        let keyword = Span::new(span.start, body.start);
+        match named {
+            Some(name) => {
+                let _ = write!(
+                    self.head,
+                    "__sf_export(exports, \"default\", function () {{ return {name}; }});"
+                );
+                self.edits.push((keyword, String::new()));
+            }
+            None => self.edits.push((keyword, "exports.default = ".into())),
+        }
+        Ok(())
     }
-    body.push_str(&source[at..]);
-    let script = format!(
-        "__sf_define({}, function (exports) {{{head}{body}\n}});",
-        quoted(path)
-    );
-    Ok(Bundled {
-        script,
-        imports,
-        module_body: Some(body),
-    })
 }
 
 fn typescript(span: Span) -> Problem {
