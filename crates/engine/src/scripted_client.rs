@@ -4,7 +4,7 @@
 //! records the checks and metric samples it reports.
 
 use crate::client::Client;
-use crate::exchange::{attempt, Wanted};
+use crate::exchange::{attempt, OpenRequest, Wanted};
 use crate::scripted::{
     ScriptRequest, ScriptResponse, ScriptTimings, ScriptedVu, VuEvent, VuInput, VuStep,
     CAPTURED_HEADERS,
@@ -152,6 +152,11 @@ impl Client {
             body: true,
             addrs,
         };
+        // Dropped with the iteration (the run's end) while it waits: counted as interrupted.
+        let open = OpenRequest {
+            worker,
+            tag: SCRIPT_TAG,
+        };
         let outcome = tokio::time::timeout(
             timeout,
             attempt(
@@ -163,6 +168,7 @@ impl Client {
             ),
         )
         .await;
+        std::mem::forget(open);
         let prepared = bytes.len() as u64;
         let capacity = bytes.capacity();
         worker.request_buffers.give(bytes, capacity);

@@ -1,13 +1,20 @@
 //! The natives a k6 script's modules call (`globalThis.__k6`): requests and sleeps that
 //! suspend the VU's coroutine, checks and metric samples recorded as engine events, custom
-//! metric declarations, console output. In the init context (evaluating `options` at start)
-//! requests and sleeps are errors, as in k6.
+//! metric declarations, console output, `open()`, `SharedArray` elements, `k6/execution`'s
+//! iteration number and `test.abort()`. In the init context requests and sleeps are errors;
+//! outside it `open()` is, as in k6.
 
+use crate::shared::{RunShared, SharedElements};
 use barrage_engine::{ScriptRequest, ScriptResponse, VuEvent, VuStep};
 use barrage_plan::{MetricDecl, MetricKind};
-use rquickjs::{Ctx, Exception, Function, Object};
+use rquickjs::{ArrayBuffer, Ctx, Exception, Function, Object, Value};
 use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
+
+/// What an exception thrown by `test.abort()` says (the VU tells it from script errors).
+const ABORTED: &str = "test aborted";
 
 /// Where the natives send what the script asks for.
 pub(crate) trait Host {
@@ -20,12 +27,19 @@ pub(crate) trait Host {
     fn metric(&self, name: &str, kind: MetricKind) -> Result<usize, String>;
     /// The VU number console lines are prefixed with (0 in the init context at start).
     fn vu(&self) -> u64;
+    /// What the run's contexts share.
+    fn run(&self) -> &RunShared;
+    /// Whether the init context is running (`open()` is allowed).
+    fn in_init(&self) -> bool;
+    /// The test-wide number of the running iteration.
+    fn iteration_in_test(&self) -> u64;
 }
 
 /// The init context evaluated once at start: collects custom metric declarations.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct InitHost {
     pub declared: RefCell<Vec<MetricDecl>>,
+    pub run: Arc<RunShared>,
 }
 
 impl Host for InitHost {
@@ -54,6 +68,15 @@ impl Host for InitHost {
         Ok(declared.len() - 1)
     }
     fn vu(&self) -> u64 {
+        0
+    }
+    fn run(&self) -> &RunShared {
+        &self.run
+    }
+    fn in_init(&self) -> bool {
+        true
+    }
+    fn iteration_in_test(&self) -> u64 {
         0
     }
 }
@@ -160,6 +183,7 @@ pub(crate) fn install<'js, H: Host + 'static>(
             });
         })?,
     )?;
+    install_shared(ctx, &natives, host.clone())?;
     let h = host;
     natives.set(
         "log",
@@ -180,6 +204,111 @@ pub(crate) fn install<'js, H: Host + 'static>(
         )?,
     )?;
     ctx.globals().set("__k6", natives)?;
+    Ok(())
+}
+
+/// The natives of `open()`, `SharedArray` (handles into this context's table of the run's
+/// shared arrays), `k6/execution` and `test.abort()`.
+fn install_shared<'js, H: Host + 'static>(
+    ctx: &Ctx<'js>,
+    natives: &Object<'js>,
+    host: Rc<H>,
+) -> rquickjs::Result<()> {
+    let h = host.clone();
+    natives.set(
+        "open",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, path: String, mode: String| -> rquickjs::Result<Value<'js>> {
+                if !h.in_init() {
+                    return throw(
+                        &ctx,
+                        "open() is only available in the init context (the top level of the script), as in k6",
+                    );
+                }
+                let bytes = match h.run().open(&path) {
+                    Ok(bytes) => bytes,
+                    Err(problem) => return throw(&ctx, &problem),
+                };
+                if mode == "b" {
+                    Ok(ArrayBuffer::new_copy(ctx.clone(), bytes.as_slice())?.into_value())
+                } else {
+                    let text = String::from_utf8_lossy(&bytes);
+                    Ok(rquickjs::String::from_str(ctx.clone(), &text)?.into_value())
+                }
+            },
+        )?,
+    )?;
+    let arrays: Rc<RefCell<Vec<SharedElements>>> = Rc::default();
+    let (h, table) = (host.clone(), arrays.clone());
+    natives.set(
+        "sharedArray",
+        Function::new(ctx.clone(), move |name: String| -> f64 {
+            match h.run().array(&name) {
+                Some(elements) => {
+                    let mut table = table.borrow_mut();
+                    table.push(elements);
+                    (table.len() - 1) as f64
+                }
+                None => -1.0,
+            }
+        })?,
+    )?;
+    let (h, table) = (host.clone(), arrays.clone());
+    natives.set(
+        "keepSharedArray",
+        Function::new(
+            ctx.clone(),
+            move |name: String, elements: Vec<String>| -> f64 {
+                let elements = elements.into_iter().map(String::into_boxed_str).collect();
+                let mut table = table.borrow_mut();
+                table.push(h.run().keep_array(&name, elements));
+                (table.len() - 1) as f64
+            },
+        )?,
+    )?;
+    let table = arrays.clone();
+    natives.set(
+        "sharedLength",
+        Function::new(ctx.clone(), move |handle: usize| -> usize {
+            table.borrow().get(handle).map_or(0, |a| a.len())
+        })?,
+    )?;
+    let table = arrays;
+    natives.set(
+        "sharedElement",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, handle: usize, index: usize| -> rquickjs::Result<Value<'js>> {
+                let table = table.borrow();
+                match table.get(handle).and_then(|a| a.get(index)) {
+                    Some(text) => Ok(rquickjs::String::from_str(ctx.clone(), text)?.into_value()),
+                    None => Ok(Value::new_undefined(ctx.clone())),
+                }
+            },
+        )?,
+    )?;
+    let h = host.clone();
+    natives.set(
+        "iterationInTest",
+        Function::new(ctx.clone(), move || h.iteration_in_test() as f64)?,
+    )?;
+    let h = host;
+    natives.set(
+        "abort",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, reason: String| -> rquickjs::Result<()> {
+                let message = if reason.is_empty() {
+                    ABORTED.to_string()
+                } else {
+                    format!("{ABORTED}: {reason}")
+                };
+                h.run().abort(message.clone());
+                throw(&ctx, &message)
+            },
+        )?,
+    )?;
     Ok(())
 }
 

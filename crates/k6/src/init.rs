@@ -8,6 +8,7 @@ use barrage_plan::MetricDecl;
 use barrage_script::runtime::{bounded_runtime, Deadline};
 use rquickjs::{Context, Value};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long the init context may run at start (an endless loop is stopped).
@@ -29,7 +30,10 @@ pub(crate) fn evaluate_init(script: &Script) -> Result<Exported, K6Error> {
     let engine = |e: rquickjs::Error| K6Error::Init(format!("{}: {e}", script.file));
     let runtime = bounded_runtime(INIT_MEMORY, &deadline).map_err(engine)?;
     let context = Context::full(&runtime).map_err(engine)?;
-    let host = Rc::new(InitHost::default());
+    let host = Rc::new(InitHost {
+        declared: Default::default(),
+        run: Arc::clone(&script.run),
+    });
     let options = context.with(|ctx| {
         let exports = evaluate(&ctx, script, Rc::clone(&host), 0).map_err(|e| {
             if deadline.hit() {
