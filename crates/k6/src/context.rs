@@ -8,6 +8,7 @@ use crate::host::{install, Host};
 use crate::shared::RunShared;
 use crate::K6Error;
 use barrage_script::runtime::{describe_thrown, script_options};
+use rquickjs::context::intrinsic;
 use rquickjs::module::WriteOptions;
 use rquickjs::{Context, Ctx, Module, Object, Runtime, Value};
 use std::rc::Rc;
@@ -34,6 +35,8 @@ pub(crate) struct Script {
     pub scenario: (String, String),
     /// What the run's contexts share (`open()`ed files, `SharedArray`s, `test.abort()`).
     pub run: Arc<RunShared>,
+    /// Whether VU contexts get typed arrays (see [`crate::detect::uses_typed_arrays`]).
+    pub typed_arrays: bool,
     /// The bytecode of the k6 modules the script imports, then of the script (see
     /// [`compile`]).
     pub bytecode: Vec<Vec<u8>>,
@@ -60,6 +63,29 @@ pub(crate) fn compile(source: &str, file: &str) -> Result<Vec<Vec<u8>>, K6Error>
         bytecode.push(module.write(WriteOptions::default()).map_err(fail)?);
         Ok(bytecode)
     })
+}
+
+/// The intrinsics of every VU context: all of the language k6 scripts use (Date, eval,
+/// RegExp, JSON, Proxy, Map/Set, Promise); typed arrays when the script names them;
+/// `performance`, WeakRef and DOMException, which k6 (goja) does not have, never.
+type VuIntrinsics = (
+    intrinsic::Date,
+    intrinsic::Eval,
+    intrinsic::RegExpCompiler,
+    intrinsic::RegExp,
+    intrinsic::Json,
+    intrinsic::Proxy,
+    intrinsic::MapSet,
+    intrinsic::Promise,
+);
+
+/// A context for `script` in `runtime` with [`VuIntrinsics`].
+pub(crate) fn vu_context(runtime: &Runtime, script: &Script) -> rquickjs::Result<Context> {
+    if script.typed_arrays {
+        Context::custom::<(VuIntrinsics, intrinsic::TypedArrays)>(runtime)
+    } else {
+        Context::custom::<VuIntrinsics>(runtime)
+    }
 }
 
 /// The error a failed evaluation left pending, located in the script.

@@ -6,7 +6,7 @@ use crate::host::InitHost;
 use crate::K6Error;
 use barrage_plan::MetricDecl;
 use barrage_script::runtime::{bounded_runtime, Deadline};
-use rquickjs::{Context, Value};
+use rquickjs::Value;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,7 +29,7 @@ pub(crate) fn evaluate_init(script: &Script) -> Result<Exported, K6Error> {
     deadline.set(Some(Instant::now() + INIT_LIMIT));
     let engine = |e: rquickjs::Error| K6Error::Init(format!("{}: {e}", script.file));
     let runtime = bounded_runtime(INIT_MEMORY, &deadline).map_err(engine)?;
-    let context = Context::full(&runtime).map_err(engine)?;
+    let context = crate::context::vu_context(&runtime, script).map_err(engine)?;
     let host = Rc::new(InitHost {
         declared: Default::default(),
         run: Arc::clone(&script.run),

@@ -96,6 +96,7 @@ pub fn load_source(source: &str, file: &str, env: &[(String, String)]) -> Result
         env: all_env,
         scenario: ("default".to_string(), String::new()),
         run: Arc::new(shared::RunShared::new(file)),
+        typed_arrays: detect::uses_typed_arrays(source),
         bytecode: context::compile(source, file)?,
     };
     let exported = init::evaluate_init(&script).map_err(|e| match script.run.aborted() {

@@ -11,7 +11,7 @@ use barrage_plan::MetricKind;
 use barrage_script::runtime::{bounded_runtime, Deadline};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use rquickjs::{Context, Function, Value};
+use rquickjs::{Function, Value};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -191,7 +191,8 @@ fn vu_body(
     let runtime = bounded_runtime(VU_MEMORY, &deadline).map_err(|e| format!("{file}: {e}"))?;
     // Created on the coroutine stack, so QuickJS measures its stack from here.
     runtime.set_max_stack_size(JS_STACK);
-    let context = Context::full(&runtime).map_err(|e| format!("{file}: {e}"))?;
+    let context =
+        crate::context::vu_context(&runtime, &shared.script).map_err(|e| format!("{file}: {e}"))?;
     let host = Rc::new(VuHost {
         yielder: Cell::new(yielder),
         events,
@@ -208,6 +209,9 @@ fn vu_body(
             .map_err(|e| thrown(&ctx, file, e).to_string())?;
         deadline.set(None);
         host.in_init.set(false);
+        // What the init context left behind (cycles refcounting cannot free) goes now, not
+        // with the first collection in some iteration.
+        ctx.run_gc();
         let mut input = yielder.suspend(CoOut::Ready);
         loop {
             let iteration = match input {
