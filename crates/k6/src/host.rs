@@ -7,7 +7,10 @@
 use crate::shared::{RunShared, SharedElements};
 use barrage_engine::{ScriptRequest, ScriptResponse, VuEvent, VuStep};
 use barrage_plan::{MetricDecl, MetricKind};
-use rquickjs::{ArrayBuffer, Ctx, Exception, Function, Object, Value};
+use rquickjs::class::{JsClass, Readable, Trace, Tracer};
+use rquickjs::{
+    ArrayBuffer, Class, Constructor, Ctx, Exception, Function, JsLifetime, Object, Value,
+};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -101,25 +104,30 @@ pub(crate) fn install<'js, H: Host + 'static>(
         Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>,
+                  proto: Object<'js>,
                   method: String,
                   url: String,
                   body: String,
                   headers: Vec<String>,
                   timeout: f64|
-                  -> rquickjs::Result<Object<'js>> {
+                  -> rquickjs::Result<Class<'js, ResponseData>> {
                 if !h.may_suspend() {
                     return throw(
                         &ctx,
                         "Making HTTP requests in the init context is not supported",
                     );
                 }
+                let mut pairs = Vec::with_capacity(headers.len() / 2);
+                let mut headers = headers.into_iter();
+                while let (Some(name), Some(value)) = (headers.next(), headers.next()) {
+                    pairs.push((name, value));
+                }
+                // The response object names its request.
+                let (kept_method, kept_url) = (method.clone(), url.clone());
                 let request = ScriptRequest {
                     method,
                     url,
-                    headers: headers
-                        .chunks_exact(2)
-                        .map(|p| (p[0].clone(), p[1].clone()))
-                        .collect(),
+                    headers: pairs,
                     body: body.into_bytes(),
                     timeout: (timeout >= 0.0 && timeout.is_finite())
                         .then(|| Duration::from_secs_f64(timeout / 1000.0)),
@@ -127,10 +135,18 @@ pub(crate) fn install<'js, H: Host + 'static>(
                 let Some(response) = h.suspend(VuStep::Request(request)) else {
                     return throw(&ctx, "the test ended during this iteration");
                 };
-                response_object(&ctx, response)
+                Class::instance_proto(
+                    ResponseData {
+                        response,
+                        method: kept_method,
+                        url: kept_url,
+                    },
+                    proto,
+                )
             },
         )?,
     )?;
+    natives.set("field", Function::new(ctx.clone(), response_field)?)?;
     let h = host.clone();
     natives.set(
         "sleep",
@@ -312,26 +328,74 @@ fn install_shared<'js, H: Host + 'static>(
     Ok(())
 }
 
-/// The JavaScript object a k6 `Response` is built from.
-fn response_object<'js>(ctx: &Ctx<'js>, response: ScriptResponse) -> rquickjs::Result<Object<'js>> {
-    let object = Object::new(ctx.clone())?;
-    object.set("status", response.status)?;
-    object.set("body", String::from_utf8_lossy(&response.body).into_owned())?;
-    let headers = Object::new(ctx.clone())?;
-    for (name, value) in response.headers {
-        headers.set(name, value)?;
+/// A response as a script sees it: an object of the http module's `Response` class (its
+/// prototype) holding what the engine answered; the class's getters read each field from
+/// here when the script first asks for it (see [`response_field`]), so a response nobody
+/// reads costs one object, not a dozen strings and objects.
+pub(crate) struct ResponseData {
+    response: ScriptResponse,
+    method: String,
+    url: String,
+}
+
+impl<'js> Trace<'js> for ResponseData {
+    fn trace<'a>(&self, _tracer: Tracer<'a, 'js>) {}
+}
+
+// SAFETY: `ResponseData` holds no JavaScript values, so it is the same type for every
+// lifetime.
+#[allow(unsafe_code)]
+unsafe impl<'js> JsLifetime<'js> for ResponseData {
+    type Changed<'to> = ResponseData;
+}
+
+impl<'js> JsClass<'js> for ResponseData {
+    const NAME: &'static str = "Response";
+    type Mutable = Readable;
+
+    fn constructor(_ctx: &Ctx<'js>) -> rquickjs::Result<Option<Constructor<'js>>> {
+        Ok(None)
     }
-    object.set("headers", headers)?;
-    let t = response.timings;
-    let timings = Object::new(ctx.clone())?;
-    timings.set("blocked", 0.0)?;
-    timings.set("connecting", millis(t.connecting))?;
-    timings.set("tls_handshaking", millis(t.tls_handshaking))?;
-    timings.set("sending", millis(t.sending))?;
-    timings.set("waiting", millis(t.waiting))?;
-    timings.set("receiving", millis(t.receiving))?;
-    timings.set("duration", millis(t.duration))?;
-    object.set("timings", timings)?;
-    object.set("error", response.error)?;
-    Ok(object)
+}
+
+/// Field `index` of a response (the order `js/http.js` names them in): status, body,
+/// headers, timings, error, url, method.
+fn response_field<'js>(
+    ctx: Ctx<'js>,
+    this: Class<'js, ResponseData>,
+    index: u32,
+) -> rquickjs::Result<Value<'js>> {
+    let data = this.borrow();
+    let response = &data.response;
+    let text = |text: &str| rquickjs::String::from_str(ctx.clone(), text).map(|s| s.into_value());
+    match index {
+        0 => Ok(Value::new_int(ctx.clone(), i32::from(response.status))),
+        1 => match std::str::from_utf8(&response.body) {
+            Ok(body) => text(body),
+            Err(_) => text(&String::from_utf8_lossy(&response.body)),
+        },
+        2 => {
+            let headers = Object::new(ctx.clone())?;
+            for (name, value) in &response.headers {
+                headers.set(name.as_str(), value.as_str())?;
+            }
+            Ok(headers.into_value())
+        }
+        3 => {
+            let t = response.timings;
+            let timings = Object::new(ctx.clone())?;
+            timings.set("blocked", 0.0)?;
+            timings.set("connecting", millis(t.connecting))?;
+            timings.set("tls_handshaking", millis(t.tls_handshaking))?;
+            timings.set("sending", millis(t.sending))?;
+            timings.set("waiting", millis(t.waiting))?;
+            timings.set("receiving", millis(t.receiving))?;
+            timings.set("duration", millis(t.duration))?;
+            Ok(timings.into_value())
+        }
+        4 => text(&response.error),
+        5 => text(&data.url),
+        6 => text(&data.method),
+        _ => Ok(Value::new_undefined(ctx.clone())),
+    }
 }

@@ -79,6 +79,11 @@ export default function () {
     'content type': (r) => r.headers['Content-Type'] === 'application/json',
     'timings': (r) => r.timings.duration > 0 && r.timings.waiting >= 0,
     'url': (r) => r.url === 'BASE/json',
+    'response fields': (r) => r.status_text === '200 OK' && r.proto === 'HTTP/1.1'
+      && r.request.method === 'GET' && r.request.url === r.url && r.error === ''
+      && r.error_code === 0 && r.headers === r.headers && r instanceof http.Response,
+    'stringified': (r) => JSON.parse(JSON.stringify(r)).status === 200
+      && JSON.parse(JSON.stringify(r)).body === r.body,
   });
   okRate.add(ok);
   took.add(res.timings.duration);
@@ -113,6 +118,8 @@ fn a_k6_ramp_script_runs_with_checks_custom_metrics_and_thresholds() {
         "content type",
         "timings",
         "url",
+        "response fields",
+        "stringified",
     ] {
         assert_eq!(check_counts(&s, name), (iterations, 0), "{name}");
     }
