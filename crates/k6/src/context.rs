@@ -22,6 +22,7 @@ const MODULES: &[(&str, &str)] = &[
     ("k6/metrics", include_str!("js/metrics.js")),
     ("k6/data", include_str!("js/data.js")),
     ("k6/execution", include_str!("js/execution.js")),
+    ("k6/encoding", include_str!("js/encoding.js")),
 ];
 
 /// What a script is evaluated from.

@@ -5,7 +5,14 @@ use regex::Regex;
 use std::sync::OnceLock;
 
 /// The k6 modules this front end implements.
-pub const SUPPORTED_MODULES: &[&str] = &["k6", "k6/http", "k6/metrics", "k6/data", "k6/execution"];
+pub const SUPPORTED_MODULES: &[&str] = &[
+    "k6",
+    "k6/http",
+    "k6/metrics",
+    "k6/data",
+    "k6/execution",
+    "k6/encoding",
+];
 
 fn import_pattern() -> &'static Regex {
     static PATTERN: OnceLock<Regex> = OnceLock::new();

@@ -10,6 +10,7 @@
 
 mod context;
 mod detect;
+mod encoding;
 mod host;
 mod init;
 mod options;

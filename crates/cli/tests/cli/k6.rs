@@ -455,3 +455,47 @@ export default function () {
         out.stderr
     );
 }
+
+#[test]
+fn k6_encoding_base64_round_trips_against_the_target() {
+    let target = Target::start();
+    let script = k6_script(
+        "encoding.js",
+        &target,
+        r#"import http from 'k6/http';
+import { check } from 'k6';
+import encoding from 'k6/encoding';
+export const options = { iterations: 2 };
+export default function () {
+  const sent = encoding.b64encode('héllo?>');
+  check(http.get('BASE/base64/' + encoding.b64encode('héllo?>', 'rawurl')), {
+    'target decodes': (r) => r.status === 200 && r.body === 'héllo?>',
+  });
+  check(null, {
+    'std': () => sent === 'aMOpbGxvPz4=',
+    'rawstd': () => encoding.b64encode('ab', 'rawstd') === 'YWI',
+    'url': () => encoding.b64encode(new Uint8Array([251, 255]).buffer, 'url') === '-_8=',
+    'bytes': () => encoding.b64encode(new Uint8Array([251, 255]).buffer) === '+/8=',
+    'decode text': () => encoding.b64decode(sent, 'std', 's') === 'héllo?>',
+    'decode bytes': () => new Uint8Array(encoding.b64decode('+/8=')).join() === '251,255',
+    'bad alphabet': () => { try { encoding.b64encode('x', 'hex'); return false; } catch (e) { return e instanceof TypeError; } },
+  });
+}
+"#,
+    );
+    let (out, summary) = run_k6(&script, &[]);
+    assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    let s = summary.unwrap();
+    for name in [
+        "target decodes",
+        "std",
+        "rawstd",
+        "url",
+        "bytes",
+        "decode text",
+        "decode bytes",
+        "bad alphabet",
+    ] {
+        assert_eq!(check_counts(&s, name), (2, 0), "{name}: {}", out.stderr);
+    }
+}
