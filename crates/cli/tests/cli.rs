@@ -3,6 +3,8 @@
 
 #[path = "cli/closed.rs"]
 mod closed;
+#[path = "cli/har.rs"]
+mod har;
 #[path = "cli/hey.rs"]
 mod hey;
 #[path = "cli/history_compare.rs"]

@@ -159,6 +159,11 @@ impl CompiledPlan {
         metrics
     }
 
+    /// The session at `index` of the plan (a recorded arrival names its own).
+    pub(crate) fn session(&self, index: usize) -> &CompiledSession {
+        &self.sessions[index.min(self.sessions.len() - 1)]
+    }
+
     /// Picks a session by weight; with one session no random number is drawn.
     pub(crate) fn pick_session(&self, rng: &mut impl Rng) -> &CompiledSession {
         if self.sessions.len() == 1 {

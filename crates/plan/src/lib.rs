@@ -26,9 +26,9 @@ pub use protocol::{
 pub use redact::{redact_url, Redaction, REDACTED, SENSITIVE_HEADERS};
 pub use segment::{Segment, SegmentError};
 pub use session::{
-    walk_steps, walk_steps_mut, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource,
-    Extraction, Extractor, HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value,
-    Wait,
+    json_shape, walk_steps, walk_steps_mut, Binding, Body, BodyCoding, Check, CompareOp, Condition,
+    DataSource, Extraction, Extractor, HeaderField, JsonTemplate, JwtAlgorithm, JwtResign, Method,
+    RequestStep, Session, Step, Value, Wait,
 };
 pub use stages::{Piece, Stages};
 pub use target::{Scheme, Target, TargetError};
@@ -41,7 +41,10 @@ pub use vus::{
     ArrivalPool, ConstantVus, PerVuIterations, RampingVus, RateStage, SharedIterations, VuStage,
     DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION,
 };
-pub use workload::{ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, Workload, WorkloadError};
+pub use workload::{
+    ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, RecordedArrival, RecordedArrivals,
+    Workload, WorkloadError,
+};
 pub use workload_ops::{OverrideError, VuOverride};
 
 use serde::{Deserialize, Serialize};
@@ -284,6 +287,15 @@ impl Plan {
             return Err(PlanError::ZeroTimeout);
         }
         self.workload.validate()?;
+        if let Workload::RecordedArrivals(recorded) = &self.workload {
+            if let Some(arrival) = recorded
+                .arrivals
+                .iter()
+                .find(|a| a.session >= self.sessions.len())
+            {
+                return Err(PlanError::UnknownSession(arrival.session));
+            }
+        }
         self.metrics.validate(&self.tags)?;
         Ok(())
     }
@@ -303,6 +315,8 @@ pub enum PlanError {
     UnknownDataSource { var: String, index: usize },
     #[error("request path `{0}` must start with `/`")]
     RelativePath(String),
+    #[error("a recorded arrival runs session #{0}, which the plan does not have")]
+    UnknownSession(usize),
     #[error("every session has weight 0, so none can ever be picked")]
     ZeroWeights,
     #[error("the request timeout must be greater than zero")]

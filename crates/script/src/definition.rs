@@ -27,6 +27,9 @@ const TEST_OPTIONS: &[&str] = &[
     "seed",
     "maxBody",
     "maxResponseHeaders",
+    // barrage's own: a cookie jar per client, and redirects followed per request.
+    "cookies",
+    "maxRedirects",
     "cluster",
     "dumptraffic",
 ];
@@ -450,6 +453,8 @@ impl Definition {
                     }
                 }
                 "keepAlive" => options.keep_alive = a.bool(v, key)?,
+                "cookies" => options.cookies = a.bool(v, key)?,
+                "maxRedirects" => options.max_redirects = a.integer(v, key, 0, 100)? as u32,
                 "compression" => options.compression = a.bool(v, key)?,
                 "threads" => options.threads = Some(a.integer(v, key, 1, 4096)? as usize),
                 "maxBody" => {
