@@ -425,9 +425,9 @@ fn hop_url(worker: &Worker, elsewhere: Option<&url::Url>, bytes: &[u8]) -> Optio
 /// a second stop signal, a grace period that ran out, a VU ramped down), dropping this counts
 /// the request as interrupted, so a target that never answers shows as unanswered requests
 /// instead of nothing. A finished request forgets it.
-struct OpenRequest<'a> {
-    worker: &'a Worker,
-    tag: usize,
+pub(crate) struct OpenRequest<'a> {
+    pub worker: &'a Worker,
+    pub tag: usize,
 }
 
 impl Drop for OpenRequest<'_> {

@@ -125,6 +125,27 @@ fn vu_stages(file: &str, value: &Value) -> Result<Vec<VuStage>, K6Error> {
         .collect()
 }
 
+/// The scenario `options` run, as k6 names it (`k6/execution`'s `scenario.name` and
+/// `scenario.executor`): the one entry of `scenarios`, else `default` with the executor the
+/// shortcuts map to.
+pub(crate) fn scenario(options: &Value) -> (String, String) {
+    if let Some((name, s)) = options["scenarios"]
+        .as_object()
+        .and_then(|m| m.iter().next())
+    {
+        let executor = s["executor"].as_str().unwrap_or_default();
+        return (name.clone(), executor.to_string());
+    }
+    let executor = if options.get("stages").is_some() {
+        "ramping-vus"
+    } else if options.get("duration").is_some() && options.get("iterations").is_none() {
+        "constant-vus"
+    } else {
+        "shared-iterations"
+    };
+    ("default".to_string(), executor.to_string())
+}
+
 fn workload(file: &str, options: &Map<String, Value>) -> Result<Workload, K6Error> {
     if let Some(scenarios) = options.get("scenarios") {
         let Some(map) = scenarios.as_object().filter(|m| m.len() == 1) else {
