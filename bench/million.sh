@@ -5,7 +5,8 @@
 # addresses of its own (`--local-addrs`), against nginx with enough workers (reuseport, each
 # worker under the same cap). Every client connects and makes one request, then holds its
 # connection and sends a heartbeat every PERIOD seconds, BEATS times.
-# Samples every 2 s: barrage's summed RSS, nginx's, the kernel's Slab and TCP socket counts
+# Samples every 2 s: clients connected (nginx's stub_status: its active connections, less the
+# one asking), barrage's summed RSS, nginx's, the kernel's Slab and TCP socket memory
 # (/proc/meminfo, /proc/net/sockstat), MemAvailable. Stops the run cleanly (SIGINT, results
 # kept) when MemAvailable falls under --min-available-mib. Then merges the segments and reports
 # clients connected, clients served (first requests answered), heartbeats answered, errors by
@@ -65,6 +66,7 @@ http {
   server {
     listen 127.0.0.1:$PORT reuseport backlog=65535;
     location / { return 200 "ok\n"; }
+    location = /nginx_status { stub_status; }
   }
 }
 EOF
@@ -89,7 +91,9 @@ definition.session("hold", function (session) {
 EOF
 
 meminfo() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
-tcp_inuse() { awk '$1 == "TCP:" { print $3 }' /proc/net/sockstat; }
+connected() { # nginx's active client connections, less the status request's own
+  curl -s --max-time 5 "http://127.0.0.1:$PORT/nginx_status" | awk '/^Active connections/ { print $3 - 1; exit }'
+}
 tcp_mem_pages() { awk '$1 == "TCP:" { for (i = 1; i < NF; i++) if ($i == "mem") print $(i + 1) }' /proc/net/sockstat; }
 rss_sum() { # pids...: summed VmRSS, KiB
   local p total=0 kib
@@ -101,7 +105,7 @@ rss_sum() { # pids...: summed VmRSS, KiB
 }
 nginx_pids() { echo "$NGINX_PID" $(pgrep -P "$NGINX_PID" || true); }
 
-SLAB0="$(meminfo Slab)"; INUSE0="$(tcp_inuse)"; TCPMEM0="$(tcp_mem_pages)"
+SLAB0="$(meminfo Slab)"; TCPMEM0="$(tcp_mem_pages)"
 NGINX_RSS0="$(rss_sum $(nginx_pids))"
 START="$(( $(date +%s) + 3 + SEGMENTS / 10 ))"
 log "$CLIENTS clients: $SEGMENTS segment processes, nginx $NGINX_WORKERS workers, arrivals $RATE/s over ${RAMP}s, heartbeat every ${PERIOD}s x $BEATS; start at $START"
@@ -128,7 +132,7 @@ while :; do
   for p in "${SEG_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
   (( alive == 0 )) && break
   avail=$(( $(meminfo MemAvailable) / 1024 ))
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$(( ($(tcp_inuse) - INUSE0) / 2 ))" \
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$(connected)" \
     "$(rss_sum "${SEG_PIDS[@]}")" "$(rss_sum $(nginx_pids))" "$(meminfo Slab)" \
     "$(tcp_mem_pages)" "$avail" >> "$SAMPLES"
   if [[ -z "$STOPPED" ]] && (( avail < MIN_AVAIL )); then
@@ -154,7 +158,9 @@ python3 - "$BENCH_TMP" "$CLIENTS" "$SEGMENTS" "$NGINX_WORKERS" "$BASE_RSS" "$SLA
 import json, sys
 tmp, planned, segments, workers, base_rss, slab0, tcpmem0, nginx0, stopped = sys.argv[1:]
 planned, segments, base_rss, slab0, tcpmem0, nginx0 = map(int, (planned, segments, base_rss, slab0, tcpmem0, nginx0))
-rows = [l.split("\t") for l in open(f"{tmp}/samples.tsv").read().split("\n")[1:] if l]
+# A sample whose status request timed out (nginx too busy) has an empty field: skipped.
+rows = [r for r in (l.split("\t") for l in open(f"{tmp}/samples.tsv").read().split("\n")[1:] if l)
+        if len(r) == 7 and all(r)]
 s = [dict(t=float(r[0]), conn=int(r[1]), rss=int(r[2]), nginx=int(r[3]), slab=int(r[4]), tcpmem=int(r[5]), avail=int(r[6])) for r in rows]
 m = json.load(open(f"{tmp}/merged.json"))
 tags = {t["tag"]: t for t in m["tags"]}
@@ -175,7 +181,7 @@ print(f"| figure | value |")
 print(f"|---|---|")
 print(f"| clients planned / sessions started | {planned:,} / {started:,} |")
 print(f"| segment processes / nginx workers | {segments} / {workers} |")
-print(f"| clients connected at once (peak, from sockstat) | {peak['conn']:,} |")
+print(f"| clients connected at once (peak, nginx stub_status) | {peak['conn']:,} |")
 print(f"| clients served at least once (`connect` responses) | {conn.get('responses', 0):,} |")
 print(f"| heartbeats answered | {beat.get('responses', 0):,} |")
 print(f"| errors (connect / heartbeat) | {conn.get('errors', 0)} {errors(conn) or ''} / {beat.get('errors', 0)} {errors(beat) or ''} |")

@@ -158,21 +158,31 @@ fn finish_meta(merged: &mut ResultsFile, parts: &[ResultsFile], names: &[String]
             start_spread_ns: spread,
         });
         m.segment = None;
-        // A merge is one run of the whole test: its plan is the segments' without the
-        // segment.
-        if let Some(options) = m.plan.get_mut("options").and_then(|o| o.as_object_mut()) {
-            options.remove("segment");
-        }
+        // A merge is one run of the whole test: its plan is the segments' without what
+        // belonged to each segment's machine.
+        without_machine_options(&mut m.plan);
     }
 }
 
-/// The plan a segment ran, without its segment (what every segment of one test shares).
+/// The plan a segment ran, without what belongs to its machine rather than to the test: its
+/// segment, and the source addresses it spread its connections over (`--local-addrs`; each
+/// generator has its own). What every segment of one test shares.
 fn plan_of_test(file: &ResultsFile) -> serde_json::Value {
     let mut plan = file.meta.plan.clone();
+    without_machine_options(&mut plan);
+    plan
+}
+
+fn without_machine_options(plan: &mut serde_json::Value) {
     if let Some(options) = plan.get_mut("options").and_then(|o| o.as_object_mut()) {
         options.remove("segment");
+        if let Some(connections) = options
+            .get_mut("connections")
+            .and_then(|c| c.as_object_mut())
+        {
+            connections.remove("local_addrs");
+        }
     }
-    plan
 }
 
 /// Segments merge only with segments of the same test: the same plan, the same number of

@@ -290,6 +290,51 @@ fn merged_seconds_are_wall_clock_seconds() {
     assert_eq!(merged.meta.merged_from, names);
 }
 
+/// Segment `index` of 2 of one test, run from `local_addrs` against `target`.
+fn segment_part(index: u64, local_addrs: &str, target: &str) -> ResultsFile {
+    let mut part = offset_part(index, &[3], 1_000, &[1]);
+    part.meta.plan = serde_json::json!({
+        "name": "sample",
+        "target": target,
+        "options": {
+            "segment": {"index": index, "count": 2},
+            "connections": {"model": "per-client", "local_addrs": [local_addrs]}
+        }
+    });
+    part.meta.segment = Some(SegmentRun {
+        index,
+        count: 2,
+        start_at_unix_ns: None,
+        start_offset_ns: None,
+        clock_source: None,
+    });
+    part
+}
+
+#[test]
+fn segments_from_their_own_source_addresses_are_one_test() {
+    let parts = [
+        segment_part(0, "127.10.0.1", "http://127.0.0.1:1"),
+        segment_part(1, "127.10.1.1", "http://127.0.0.1:1"),
+    ];
+    let merged = merge(&parts, &["a".into(), "b".into()]).unwrap();
+    assert_eq!(merged.metrics.tags[0].responses(), 6);
+    let options = &merged.meta.plan["options"];
+    assert!(options.get("segment").is_none(), "{options}");
+    assert!(
+        options["connections"].get("local_addrs").is_none(),
+        "{options}"
+    );
+    assert_eq!(options["connections"]["model"], "per-client");
+    // Another target is another test.
+    let other = [
+        segment_part(0, "127.10.0.1", "http://127.0.0.1:1"),
+        segment_part(1, "127.10.1.1", "http://127.0.0.1:2"),
+    ];
+    let error = merge(&other, &["a".into(), "b".into()]).unwrap_err();
+    assert!(error.to_string().contains("ran another plan"), "{error}");
+}
+
 #[test]
 fn merging_runs_a_day_apart_is_refused() {
     let a = offset_part(0, &[1], 1_000, &[1]);
