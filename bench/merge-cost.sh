@@ -43,15 +43,17 @@ input_mb="$(du -cm "$BENCH_TMP"/part-*.brr | awk 'END { print $1 }')"
 
 walls=(); cpus=(); rss=()
 for ((i = 1; i <= runs; i++)); do
-  out="$( { /usr/bin/time -f '%e %U %S %M' taskset -c "$GEN_CPU" "$BARRAGE" merge "$BENCH_TMP"/part-*.brr \
-    -o "$BENCH_TMP/merged.brr" > /dev/null 2> "$BENCH_TMP/merge.err"; } 2>&1 | tail -1)"
+  /usr/bin/time -o "$BENCH_TMP/time" -f '%e %U %S %M' taskset -c "$GEN_CPU" "$BARRAGE" merge \
+    "$BENCH_TMP"/part-*.brr -o "$BENCH_TMP/merged.brr" > /dev/null || die "merge failed"
+  out="$(tail -1 "$BENCH_TMP/time")"
   read -r wall user sys kib <<< "$out"
   walls+=("$wall"); cpus+=("$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')"); rss+=("$kib")
   log "run $i: wall ${wall} s, CPU $(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }') s, peak RSS $((kib / 1024)) MiB"
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-out="$( { /usr/bin/time -f '%e %M' taskset -c "$GEN_CPU" "$BARRAGE" report "$BENCH_TMP/merged.brr" \
-  --json "$BENCH_TMP/merged.json" > /dev/null; } 2>&1 | tail -1)" || true
+/usr/bin/time -o "$BENCH_TMP/time" -f '%e %M' taskset -c "$GEN_CPU" "$BARRAGE" report \
+  "$BENCH_TMP/merged.brr" --json "$BENCH_TMP/merged.json" > /dev/null || true
+out="$(tail -1 "$BENCH_TMP/time")"
 read -r report_wall report_kib <<< "$out"
 requests="$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["requests"], m["segments"]["count"])' "$BENCH_TMP/merged.json")"
 echo "| files | input | merged file | requests (merged) | segments | merge wall (median of $runs) | merge CPU | merge peak RSS | report --json of the merge |"
