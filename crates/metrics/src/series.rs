@@ -126,6 +126,15 @@ impl Series {
         bucket.errors_by_kind[kind.index()] += 1;
     }
 
+    /// Moves every second `seconds` later: a run that started that much after another,
+    /// put on the other's clock. The caller keeps the result within a day.
+    pub fn delay(&mut self, seconds: usize) {
+        if !self.seconds.is_empty() {
+            let empty = std::iter::repeat_n(SecondBucket::default(), seconds);
+            self.seconds.splice(0..0, empty);
+        }
+    }
+
     pub fn merge(&mut self, other: &Series) {
         if self.seconds.len() < other.seconds.len() {
             self.seconds
