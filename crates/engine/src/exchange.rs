@@ -13,6 +13,7 @@ use crate::worker::Worker;
 use barrage_http::{AnyConnection, Capture, Captured, Exchange};
 use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord};
 use barrage_plan::HttpDebug;
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 /// A completed exchange and the timings around it that the connection cannot know.
@@ -150,6 +151,7 @@ impl Client {
             body: request.extraction.body || debug == Some(HttpDebug::Full),
             expects_body: request.expects_body,
             addrs: None,
+            received: Cell::new(0),
         };
         let mut captured = (decode
             || !request.extraction.is_empty()
@@ -288,7 +290,15 @@ impl Client {
             let held = captured.retained_bytes();
             worker.captures.give(captured, held);
         }
-        worker.record_error(request.tag, Instant::now(), kind, prepared, request_id);
+        let received = wanted.received.get();
+        worker.record_error(
+            request.tag,
+            Instant::now(),
+            kind,
+            prepared,
+            received,
+            request_id,
+        );
         if matches!(
             kind,
             ErrorKind::Refused | ErrorKind::Connect | ErrorKind::LocalFdLimit
@@ -342,6 +352,9 @@ pub(crate) struct Wanted<'a> {
     /// Addresses to connect to instead of the plan target's (a scripted request to another
     /// host).
     pub addrs: Option<&'a [std::net::SocketAddr]>,
+    /// Response bytes read so far, outside the request's timeout so that a request cut off
+    /// by it still counts what arrived.
+    pub received: Cell<u64>,
 }
 
 pub(crate) async fn attempt(
@@ -403,6 +416,7 @@ pub(crate) async fn attempt(
                 bytes,
                 wanted.expects_body,
                 capture.as_mut(),
+                &wanted.received,
             )
             .await
         {

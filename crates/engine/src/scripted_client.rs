@@ -11,6 +11,7 @@ use crate::scripted::{
 };
 use crate::worker::Worker;
 use barrage_metrics::{ErrorKind, ResponseRecord};
+use std::cell::Cell;
 use std::net::SocketAddr;
 use std::time::Instant;
 
@@ -151,6 +152,7 @@ impl Client {
             headers,
             body: true,
             addrs,
+            received: Cell::new(0),
         };
         let outcome = tokio::time::timeout(
             timeout,
@@ -224,7 +226,8 @@ impl Client {
         self.connection = None;
         let held = captured.retained_bytes();
         worker.captures.give(captured, held);
-        worker.record_error(SCRIPT_TAG, Instant::now(), kind, prepared, None);
+        let received = wanted.received.get();
+        worker.record_error(SCRIPT_TAG, Instant::now(), kind, prepared, received, None);
         failed(kind.description())
     }
 

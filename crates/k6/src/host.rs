@@ -4,7 +4,7 @@
 //! requests and sleeps are errors, as in k6.
 
 use barrage_engine::{ScriptRequest, ScriptResponse, VuEvent, VuStep};
-use barrage_plan::{MetricDecl, MetricKind};
+use barrage_plan::{limits, MetricDecl, MetricKind};
 use rquickjs::{Ctx, Exception, Function, Object};
 use std::cell::RefCell;
 use std::time::Duration;
@@ -90,6 +90,17 @@ pub(crate) fn install<'js, H: Host + 'static>(
                         "Making HTTP requests in the init context is not supported",
                     );
                 }
+                // Negative: not given (the run's timeout). Otherwise milliseconds, which
+                // must make a timeout barrage can keep (1ms to 24h).
+                let timeout = if timeout < 0.0 {
+                    None
+                } else {
+                    let asked = Duration::try_from_secs_f64(timeout / 1000.0);
+                    match limits::check_timeout(asked.unwrap_or(Duration::MAX)) {
+                        Ok(timeout) => Some(timeout),
+                        Err(e) => return throw(&ctx, &format!("params.timeout: {e}")),
+                    }
+                };
                 let request = ScriptRequest {
                     method,
                     url,
@@ -98,8 +109,7 @@ pub(crate) fn install<'js, H: Host + 'static>(
                         .map(|p| (p[0].clone(), p[1].clone()))
                         .collect(),
                     body: body.into_bytes(),
-                    timeout: (timeout >= 0.0 && timeout.is_finite())
-                        .then(|| Duration::from_secs_f64(timeout / 1000.0)),
+                    timeout,
                 };
                 let Some(response) = h.suspend(VuStep::Request(request)) else {
                     return throw(&ctx, "the test ended during this iteration");
