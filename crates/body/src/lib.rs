@@ -5,7 +5,8 @@
 
 use barrage_metrics::ErrorKind;
 use brotli_decompressor::{BrotliDecompressStream, BrotliResult, BrotliState, StandardAlloc};
-use flate2::{Decompress, FlushDecompress, Status};
+use miniz_oxide::inflate::stream::{inflate, InflateState, MinReset};
+use miniz_oxide::{DataFormat, MZError, MZFlush, MZStatus};
 
 /// The default for how much of a body is kept for extractions and checks.
 pub const DEFAULT_MAX_BODY: usize = 4 * 1024 * 1024;
@@ -78,9 +79,16 @@ pub struct BodySink {
     body: Vec<u8>,
     decoded: u64,
     header: Vec<u8>,
-    inflate: Option<Box<Decompress>>,
+    /// Raw deflate, reset per body without zeroing its 32 KiB window: flate2's reset zeroes
+    /// it, and that was most of a small gzip response's decoding cost (BENCHMARKS.md). A
+    /// valid stream never reads window bytes it did not write; an invalid one that reaches
+    /// back past its start reads an earlier body of this target instead of zeros.
+    inflate: Option<Box<InflateState>>,
     /// Made per brotli body (its window is sized by the stream), dropped after it.
     brotli: Option<Box<Brotli>>,
+    /// Where decoded output lands, [`CHUNK`] bytes, made once and reused: a fresh zeroed
+    /// buffer per call cost a small gzip response about 10 % of its CPU.
+    out: Vec<u8>,
     /// Decoded bytes since the caller last gave other tasks a turn.
     unyielded: u64,
 }
@@ -176,6 +184,7 @@ impl BodySink {
         const INFLATER: usize = 48 * 1024;
         self.body.capacity()
             + self.header.capacity()
+            + self.out.capacity()
             + if self.inflate.is_some() { INFLATER } else { 0 }
     }
 
@@ -210,37 +219,40 @@ impl BodySink {
             self.decoding = Decoding::Stream;
             return self.decode(data);
         }
-        self.header.extend_from_slice(data);
+        // Most bodies bring their whole header in the first piece: read it in place.
+        let in_place = self.header.is_empty();
+        if !in_place {
+            self.header.extend_from_slice(data);
+        }
+        let seen: &[u8] = if in_place { data } else { &self.header };
         let start = match self.coding {
             ContentCoding::Gzip => {
-                if self
-                    .header
-                    .iter()
-                    .zip([0x1f, 0x8b, 8])
-                    .any(|(a, b)| *a != b)
-                {
+                if seen.iter().zip([0x1f, 0x8b, 8]).any(|(a, b)| *a != b) {
                     self.decoding = Decoding::Failed;
                     return Ok(());
                 }
-                match gzip_payload(&self.header) {
+                match gzip_payload(seen) {
                     Some(start) => start,
-                    None if self.header.len() > MAX_GZIP_HEADER => {
+                    None if seen.len() > MAX_GZIP_HEADER => {
                         self.decoding = Decoding::Failed;
                         return Ok(());
                     }
-                    None => return Ok(()),
+                    None => return self.keep_header(in_place, data),
                 }
             }
-            _ => match self.header[..] {
-                [cmf, flg, ..] => 2 * usize::from(has_zlib_header(cmf, flg)),
-                _ => return Ok(()),
+            _ => match seen {
+                [cmf, flg, ..] => 2 * usize::from(has_zlib_header(*cmf, *flg)),
+                _ => return self.keep_header(in_place, data),
             },
         };
         let inflate = self
             .inflate
-            .get_or_insert_with(|| Box::new(Decompress::new(false)));
-        inflate.reset(false);
+            .get_or_insert_with(|| InflateState::new_boxed(DataFormat::Raw));
+        inflate.reset_as(MinReset);
         self.decoding = Decoding::Stream;
+        if in_place {
+            return self.decode(&data[start..]);
+        }
         let header = std::mem::take(&mut self.header);
         let result = self.decode(&header[start..]);
         self.header = header;
@@ -248,11 +260,26 @@ impl BodySink {
         result
     }
 
+    /// Keeps an incomplete header (read in place) for the next piece to complete.
+    fn keep_header(&mut self, in_place: bool, data: &[u8]) -> Result<(), ErrorKind> {
+        if in_place {
+            self.header.extend_from_slice(data);
+        }
+        Ok(())
+    }
+
     /// Decodes `input` chunk by chunk, counting (and keeping) what comes out.
-    fn decode(&mut self, mut input: &[u8]) -> Result<(), ErrorKind> {
-        let mut out = [0u8; CHUNK];
+    fn decode(&mut self, input: &[u8]) -> Result<(), ErrorKind> {
+        let mut out = std::mem::take(&mut self.out);
+        out.resize(CHUNK, 0);
+        let result = self.decode_into(input, &mut out);
+        self.out = out;
+        result
+    }
+
+    fn decode_into(&mut self, mut input: &[u8], out: &mut [u8]) -> Result<(), ErrorKind> {
         loop {
-            let (consumed, produced, ended) = match self.step(input, &mut out) {
+            let (consumed, produced, ended) = match self.step(input, out) {
                 Some(step) => step,
                 None => {
                     self.decoding = Decoding::Failed;
@@ -310,12 +337,16 @@ impl BodySink {
                 )),
             };
         }
-        let inflate = self.inflate.as_deref_mut()?;
-        let (before_in, before_out) = (inflate.total_in(), inflate.total_out());
-        let status = inflate.decompress(input, out, FlushDecompress::None).ok()?;
-        let consumed = (inflate.total_in() - before_in) as usize;
-        let produced = (inflate.total_out() - before_out) as usize;
-        Some((consumed, produced, status == Status::StreamEnd))
+        let state = self.inflate.as_deref_mut()?;
+        let result = inflate(state, input, out, MZFlush::None);
+        let ended = match result.status {
+            Ok(status) => status == MZStatus::StreamEnd,
+            // No progress possible with this input and room: the caller tells a stream
+            // that needs more input from one that is stuck.
+            Err(MZError::Buf) => false,
+            Err(_) => return None,
+        };
+        Some((result.bytes_consumed, result.bytes_written, ended))
     }
 }
 
@@ -376,6 +407,26 @@ mod tests {
                 );
                 assert_eq!(sink.decoded_len(), Some(text.len() as u64));
             }
+        }
+    }
+
+    #[test]
+    fn a_reused_inflater_decodes_each_body_alone_also_after_a_corrupt_one() {
+        let mut sink = BodySink::default();
+        let first = gzip(b"first body, long enough to fill some of the window");
+        let mut corrupt = gzip(b"second body");
+        corrupt[10] = 0xff; // block type 3: reserved, invalid
+        for (wire, expected) in [
+            (
+                &first,
+                Some(&b"first body, long enough to fill some of the window"[..]),
+            ),
+            (&corrupt, None),
+            (&gzip(b"third"), Some(&b"third"[..])),
+        ] {
+            sink.start(true, 1 << 20);
+            feed(&mut sink, ContentCoding::Gzip, wire, wire.len()).unwrap();
+            assert_eq!(sink.body(), expected);
         }
     }
 
