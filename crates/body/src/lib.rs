@@ -4,9 +4,13 @@
 //! CPU, never memory.
 
 use barrage_metrics::ErrorKind;
-use brotli_decompressor::{BrotliDecompressStream, BrotliResult, BrotliState, StandardAlloc};
+use brotli_decompressor::{
+    Allocator, BrotliDecompressStream, BrotliResult, BrotliState, SliceWrapper, SliceWrapperMut,
+    StandardAlloc,
+};
 use miniz_oxide::inflate::stream::{inflate, InflateState, MinReset};
 use miniz_oxide::{DataFormat, MZError, MZFlush, MZStatus};
+use std::cell::Cell;
 
 /// The default for how much of a body is kept for extractions and checks.
 pub const DEFAULT_MAX_BODY: usize = 4 * 1024 * 1024;
@@ -66,7 +70,77 @@ enum Decoding {
     Failed,
 }
 
-type Brotli = BrotliState<StandardAlloc, StandardAlloc, StandardAlloc>;
+type Brotli = BrotliState<BudgetedBytes, StandardAlloc, StandardAlloc>;
+
+/// The most brotli window (ring buffer) memory one thread's bodies may hold at once. A
+/// brotli stream declares its window, up to 16 MiB; 20 clients on a worker each decoding
+/// such a body would hold 320 MiB. Past this budget a body is not decoded (see
+/// [`BodySink::push`]).
+pub const BROTLI_BUDGET: usize = 32 * 1024 * 1024;
+
+thread_local! {
+    /// Brotli byte buffers alive on this thread, in bytes.
+    static BROTLI_IN_USE: Cell<usize> = const { Cell::new(0) };
+    /// Whether a brotli allocation was refused since the last look.
+    static BROTLI_REFUSED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The brotli decoder's byte allocator, held to [`BROTLI_BUDGET`] per thread: a refused
+/// allocation comes back empty, which the decoder reports as a failure.
+#[derive(Default, Clone, Copy)]
+struct BudgetedBytes;
+
+/// A byte buffer counted against its thread's brotli budget while it lives.
+#[derive(Default)]
+struct Counted(Box<[u8]>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        let len = self.0.len();
+        BROTLI_IN_USE.with(|used| used.set(used.get().saturating_sub(len)));
+    }
+}
+
+impl SliceWrapper<u8> for Counted {
+    fn slice(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl SliceWrapperMut<u8> for Counted {
+    fn slice_mut(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+}
+
+impl Allocator<u8> for BudgetedBytes {
+    type AllocatedMemory = Counted;
+
+    fn alloc_cell(&mut self, len: usize) -> Counted {
+        let granted = BROTLI_IN_USE.with(|used| {
+            let after = used.get().saturating_add(len);
+            let granted = after <= BROTLI_BUDGET;
+            if granted {
+                used.set(after);
+            }
+            granted
+        });
+        if !granted {
+            BROTLI_REFUSED.with(|refused| refused.set(true));
+            return Counted::default();
+        }
+        Counted(vec![0; len].into_boxed_slice())
+    }
+
+    fn free_cell(&mut self, data: Counted) {
+        drop(data);
+    }
+}
+
+/// Brotli byte buffers alive on this thread (for tests and diagnostics).
+pub fn brotli_bytes_in_use() -> usize {
+    BROTLI_IN_USE.with(Cell::get)
+}
 
 /// Where one response body goes. Keep one around: its buffers and inflater are reused.
 #[derive(Default)]
@@ -212,7 +286,7 @@ impl BodySink {
     fn header(&mut self, data: &[u8]) -> Result<(), ErrorKind> {
         if self.coding == ContentCoding::Br {
             self.brotli = Some(Box::new(BrotliState::new(
-                StandardAlloc::default(),
+                BudgetedBytes,
                 StandardAlloc::default(),
                 StandardAlloc::default(),
             )));
@@ -283,7 +357,15 @@ impl BodySink {
                 Some(step) => step,
                 None => {
                     self.decoding = Decoding::Failed;
-                    return Ok(());
+                    self.brotli = None;
+                    // A window past the thread's brotli budget: a kept body cannot be had
+                    // within bounded memory; a counted one stays at its wire size.
+                    let refused = BROTLI_REFUSED.with(|refused| refused.replace(false));
+                    return if refused && self.keep {
+                        Err(ErrorKind::BodyTooLarge)
+                    } else {
+                        Ok(())
+                    };
                 }
             };
             input = &input[consumed..];
@@ -428,6 +510,46 @@ mod tests {
             feed(&mut sink, ContentCoding::Gzip, wire, wire.len()).unwrap();
             assert_eq!(sink.body(), expected);
         }
+    }
+
+    #[test]
+    fn brotli_windows_past_the_thread_budget_are_refused_not_allocated() {
+        // 17 MiB in a 16 MiB window: the first meta-block is not the last, so the decoder
+        // wants the whole window.
+        let data = vec![0u8; 17 << 20];
+        let mut br = Vec::new();
+        {
+            let mut w = brotli::CompressorWriter::new(&mut br, 1 << 16, 1, 24);
+            w.write_all(&data).unwrap();
+        }
+        let head = &br[..br.len() / 2];
+        let mut sinks: Vec<BodySink> = (0..3).map(|_| BodySink::default()).collect();
+        for (i, sink) in sinks.iter_mut().enumerate() {
+            sink.start(i == 2, 1 << 30);
+            sink.set_coding(ContentCoding::Br);
+            let pushed = sink.push(head);
+            // The first fits; the second would pass the budget and is not decoded; the
+            // third wanted its body kept, and cannot have it.
+            let expected = if i == 2 {
+                Err(ErrorKind::BodyTooLarge)
+            } else {
+                Ok(())
+            };
+            assert_eq!(pushed, expected, "sink {i}");
+            assert!(brotli_bytes_in_use() <= BROTLI_BUDGET);
+        }
+        assert!(
+            brotli_bytes_in_use() >= 16 << 20,
+            "the first holds its window"
+        );
+        sinks[0].push(&br[br.len() / 2..]).unwrap();
+        assert_eq!(sinks[0].decoded_len(), Some(17 << 20));
+        assert_eq!(
+            sinks[1].decoded_len(),
+            None,
+            "not decoded: counted at wire size"
+        );
+        assert_eq!(brotli_bytes_in_use(), 0, "every window given back");
     }
 
     #[test]
