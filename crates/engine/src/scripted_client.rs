@@ -147,12 +147,14 @@ impl Client {
         let headers: &[String] = &worker.scripted_headers;
         let addrs = self.script_origin.as_ref().and_then(|o| o.addrs.as_deref());
         let timeout = request.timeout.unwrap_or(worker.run.timeout);
+        let received = Cell::new(0);
         let wanted = Wanted {
             expects_body: request.method != "HEAD",
             headers,
             body: true,
             addrs,
-            received: Cell::new(0),
+            connector: None,
+            received: &received,
         };
         let outcome = tokio::time::timeout(
             timeout,
@@ -191,7 +193,7 @@ impl Client {
                     body_bytes: exchange.body_bytes,
                     decoded_body_bytes: captured.decoded_len().unwrap_or(exchange.body_bytes),
                 };
-                worker.record_response(&record, None);
+                worker.record_response(&record, None, Some(&record));
                 let response = ScriptResponse {
                     status: exchange.status,
                     headers: CAPTURED_HEADERS
@@ -226,7 +228,7 @@ impl Client {
         self.connection = None;
         let held = captured.retained_bytes();
         worker.captures.give(captured, held);
-        let received = wanted.received.get();
+        let received = received.get();
         worker.record_error(SCRIPT_TAG, Instant::now(), kind, prepared, received, None);
         failed(kind.description())
     }
