@@ -11,6 +11,7 @@ use crate::scripted::{
 };
 use crate::worker::Worker;
 use barrage_metrics::{ErrorKind, ResponseRecord};
+use std::cell::Cell;
 use std::net::SocketAddr;
 use std::time::Instant;
 
@@ -146,12 +147,14 @@ impl Client {
         let headers: &[String] = &worker.scripted_headers;
         let addrs = self.script_origin.as_ref().and_then(|o| o.addrs.as_deref());
         let timeout = request.timeout.unwrap_or(worker.run.timeout);
+        let received = Cell::new(0);
         let wanted = Wanted {
             expects_body: request.method != "HEAD",
             headers,
             body: true,
             addrs,
             connector: None,
+            received: &received,
         };
         // Dropped with the iteration (the run's end) while it waits: counted as interrupted.
         let open = OpenRequest {
@@ -231,7 +234,8 @@ impl Client {
         self.connection = None;
         let held = captured.retained_bytes();
         worker.captures.give(captured, held);
-        worker.record_error(SCRIPT_TAG, Instant::now(), kind, prepared, None);
+        let received = received.get();
+        worker.record_error(SCRIPT_TAG, Instant::now(), kind, prepared, received, None);
         failed(kind.description())
     }
 

@@ -6,7 +6,7 @@
 
 use crate::shared::{RunShared, SharedElements};
 use barrage_engine::{ScriptRequest, ScriptResponse, VuEvent, VuStep};
-use barrage_plan::{MetricDecl, MetricKind};
+use barrage_plan::{limits, MetricDecl, MetricKind};
 use rquickjs::class::{JsClass, Readable, Trace, Tracer};
 use rquickjs::{
     ArrayBuffer, Class, Constructor, Ctx, Exception, Function, JsLifetime, Object, Value,
@@ -124,13 +124,23 @@ pub(crate) fn install<'js, H: Host + 'static>(
                 }
                 // The response object names its request.
                 let (kept_method, kept_url) = (method.clone(), url.clone());
+                // Negative: not given (the run's timeout). Otherwise milliseconds, which
+                // must make a timeout barrage can keep (1ms to 24h).
+                let timeout = if timeout < 0.0 {
+                    None
+                } else {
+                    let asked = Duration::try_from_secs_f64(timeout / 1000.0);
+                    match limits::check_timeout(asked.unwrap_or(Duration::MAX)) {
+                        Ok(timeout) => Some(timeout),
+                        Err(e) => return throw(&ctx, &format!("params.timeout: {e}")),
+                    }
+                };
                 let request = ScriptRequest {
                     method,
                     url,
                     headers: pairs,
                     body: body.into_bytes(),
-                    timeout: (timeout >= 0.0 && timeout.is_finite())
-                        .then(|| Duration::from_secs_f64(timeout / 1000.0)),
+                    timeout,
                 };
                 let Some(response) = h.suspend(VuStep::Request(request)) else {
                     return throw(&ctx, "the test ended during this iteration");

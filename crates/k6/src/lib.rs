@@ -221,3 +221,43 @@ mod plan_tests {
         assert_eq!(e.exit_code(), 107);
     }
 }
+
+#[cfg(test)]
+mod option_range_tests {
+    use super::*;
+
+    fn error(options: &str) -> String {
+        let source = format!(
+            "import http from 'k6/http';\nexport const options = {options};\nexport default function () {{ http.get('http://127.0.0.1:9/x'); }}\n"
+        );
+        let e = load_source(&source, "r.js", &[]).expect_err(options);
+        assert_eq!(e.exit_code(), 2, "{e}");
+        let text = e.to_string();
+        assert!(!text.contains('\n'), "one line: {text}");
+        text
+    }
+
+    #[test]
+    fn numeric_options_out_of_range_are_refused_naming_the_file_and_option() {
+        let cases = [
+            ("{ vus: 2000000, duration: '1s' }", "`vus` must be a whole number from 0 to 1000000"),
+            ("{ vus: 1, iterations: 1e13 }", "`iterations`"),
+            ("{ vus: 1, duration: 1e300 }", "`duration`"),
+            ("{ vus: 1, duration: '400d' }", "`duration`"),
+            ("{ stages: [{ duration: '1s', target: 2000000 }] }", "`stages[].target`"),
+            ("{ stages: [{ duration: 1e300, target: 1 }] }", "`stages[].duration`"),
+            ("{ scenarios: { a: { executor: 'constant-arrival-rate', rate: 1e10, duration: '1s', preAllocatedVUs: 1 } } }", "`rate`"),
+            ("{ scenarios: { a: { executor: 'constant-arrival-rate', rate: 1, duration: '1s', preAllocatedVUs: 2000000 } } }", "`preAllocatedVUs`"),
+            ("{ scenarios: { a: { executor: 'constant-arrival-rate', rate: 1, duration: '1s', preAllocatedVUs: 1, maxVUs: 2000000 } } }", "`maxVUs`"),
+            ("{ scenarios: { a: { executor: 'constant-vus', vus: 1, duration: '1s', gracefulStop: '400d' } } }", "`gracefulStop`"),
+            ("{ scenarios: { a: { executor: 'ramping-arrival-rate', startRate: 1e10, stages: [{ duration: '1s', target: 1 }], preAllocatedVUs: 1 } } }", "`startRate`"),
+        ];
+        for (options, named) in cases {
+            let e = error(options);
+            assert!(
+                e.starts_with("r.js: ") && e.contains(named),
+                "{options}: {e}"
+            );
+        }
+    }
+}

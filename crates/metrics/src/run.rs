@@ -409,6 +409,15 @@ impl RunMetrics {
         tag.series.record_error(second, kind, bytes_sent);
     }
 
+    /// Response bytes of a failed request that arrived before it failed (a timeout, a
+    /// reset mid-body): counted as received like any other.
+    #[inline]
+    pub fn record_error_received(&mut self, tag: usize, second: u64, bytes_received: u64) {
+        let tag = &mut self.tags[tag];
+        tag.bytes_received += bytes_received;
+        tag.series.record_received(second, bytes_received);
+    }
+
     /// Adds `other` into `self` exactly. Tag lists are aligned by index (both come from the
     /// same plan); a longer `other` extends `self`.
     pub fn merge(&mut self, other: &RunMetrics) {

@@ -135,6 +135,13 @@ impl Series {
         }
     }
 
+    /// Response bytes that arrived for a request that then failed (cut off by its
+    /// timeout, reset mid-body): they crossed the wire all the same.
+    #[inline]
+    pub fn record_received(&mut self, second: u64, bytes_received: u64) {
+        self.bucket(second).bytes_received += bytes_received;
+    }
+
     pub fn merge(&mut self, other: &Series) {
         if self.seconds.len() < other.seconds.len() {
             self.seconds

@@ -499,3 +499,32 @@ export default function () {
         assert_eq!(check_counts(&s, name), (2, 0), "{name}: {}", out.stderr);
     }
 }
+
+#[test]
+fn a_request_timeout_out_of_range_throws_in_its_iteration() {
+    let target = Target::start();
+    let script = k6_script(
+        "timeouts.js",
+        &target,
+        r#"import http from 'k6/http';
+export const options = { vus: 1, iterations: 3 };
+export default function () {
+  const timeouts = [1e300, 0.5, '2s'];
+  http.get('BASE/get', { timeout: timeouts[__ITER] });
+}
+"#,
+    );
+    let (out, summary) = run_k6(&script, &[]);
+    assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    let s = summary.unwrap();
+    // 1e300 ms and 0.5 ms are no timeout barrage can keep: their iterations fail, the
+    // process does not; the third request runs.
+    assert_eq!(u(&s["sessions"], "failed"), 2, "{s:#}");
+    assert_eq!(u(&s, "requests"), 1, "{s:#}");
+    assert!(
+        out.stderr.contains("longer than the longest timeout")
+            && out.stderr.contains("shorter than the shortest timeout"),
+        "{}",
+        out.stderr
+    );
+}
