@@ -13,6 +13,7 @@ use crate::worker::Worker;
 use barrage_http::{AnyConnection, Capture, Captured, Exchange};
 use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord};
 use barrage_plan::HttpDebug;
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 /// A completed exchange and the timings around it that the connection cannot know.
@@ -63,13 +64,14 @@ struct Chain {
 }
 
 impl Chain {
-    /// What an error ending the chain counts as sent besides its own hop: the earlier
-    /// hops' bytes when the chain is one request (they were not recorded), else nothing.
-    fn unrecorded_sent(&self, worker: &Worker) -> u64 {
+    /// What an error ending the chain counts as sent and received besides its own hop: the
+    /// earlier hops' bytes when the chain is one request (they were not recorded), else
+    /// nothing.
+    fn unrecorded(&self, worker: &Worker) -> (u64, u64) {
         if worker.run.plan.count_redirect_chains {
-            self.bytes_sent
+            (self.bytes_sent, self.bytes_received)
         } else {
-            0
+            (0, 0)
         }
     }
 }
@@ -148,8 +150,10 @@ impl Client {
                 match self.route_to_other(worker, &next.url).await {
                     Ok(other) => other.request_target(&next.url),
                     Err(kind) => {
-                        let prepared = bytes.len() as u64 + chain.unrecorded_sent(worker);
-                        worker.record_error(request.tag, start, kind, prepared, request_id);
+                        let (sent, received) = chain.unrecorded(worker);
+                        let prepared = bytes.len() as u64 + sent;
+                        let tag = request.tag;
+                        worker.record_error(tag, start, kind, prepared, received, request_id);
                         break false;
                     }
                 }
@@ -203,6 +207,8 @@ impl Client {
         let decode = worker.run.connection.decode_responses;
         let debug = worker.run.plan.http_debug.as_ref().and_then(|p| p.claim());
         let debug_headers = debug.map(|_| http_debug::capture_list(&request.extraction.headers));
+        // Outside the timeout, so that a request cut off by it still counts what arrived.
+        let received = Cell::new(0);
         let wanted = Wanted {
             headers: debug_headers
                 .as_deref()
@@ -211,6 +217,7 @@ impl Client {
             expects_body: request.expects_body,
             addrs: None,
             connector: None,
+            received: &received,
         };
         let mut captured = (decode
             || !request.extraction.is_empty()
@@ -309,8 +316,11 @@ impl Client {
                     // whole chain, the last response unread by the caller.
                     self.forget_response(worker, request, captured);
                     let kind = ErrorKind::TooManyRedirects;
-                    let sent = exchange.bytes_sent + chain.unrecorded_sent(worker);
-                    worker.record_error(request.tag, exchange.done_at, kind, sent, request_id);
+                    let (earlier_sent, earlier_received) = chain.unrecorded(worker);
+                    let sent = exchange.bytes_sent + earlier_sent;
+                    let received = exchange.bytes_received + earlier_received;
+                    let done_at = exchange.done_at;
+                    worker.record_error(request.tag, done_at, kind, sent, received, request_id);
                     return Hop::Done(false);
                 }
                 let next = next.filter(|_| hops_left > 0);
@@ -393,7 +403,15 @@ impl Client {
         }
         self.drop_connection(elsewhere.is_some());
         self.forget_response(worker, request, captured);
-        worker.record_error(request.tag, Instant::now(), kind, prepared, request_id);
+        let received = received.get();
+        worker.record_error(
+            request.tag,
+            Instant::now(),
+            kind,
+            prepared,
+            received,
+            request_id,
+        );
         if matches!(
             kind,
             ErrorKind::Refused | ErrorKind::Connect | ErrorKind::LocalFdLimit
@@ -454,9 +472,9 @@ fn hop_url(worker: &Worker, elsewhere: Option<&url::Url>, bytes: &[u8]) -> Optio
 /// a second stop signal, a grace period that ran out, a VU ramped down), dropping this counts
 /// the request as interrupted, so a target that never answers shows as unanswered requests
 /// instead of nothing. A finished request forgets it.
-struct OpenRequest<'a> {
-    worker: &'a Worker,
-    tag: usize,
+pub(crate) struct OpenRequest<'a> {
+    pub worker: &'a Worker,
+    pub tag: usize,
 }
 
 impl Drop for OpenRequest<'_> {
@@ -490,6 +508,8 @@ pub(crate) struct Wanted<'a> {
     /// How to connect instead of the run's connector (another origin: its TLS name,
     /// tunnel).
     pub connector: Option<&'a barrage_http::Connector>,
+    /// Where the response bytes read so far are added as they arrive.
+    pub received: &'a Cell<u64>,
 }
 
 pub(crate) async fn attempt(
@@ -552,6 +572,7 @@ pub(crate) async fn attempt(
                 bytes,
                 wanted.expects_body,
                 capture.as_mut(),
+                wanted.received,
             )
             .await
         {
