@@ -307,12 +307,7 @@ fn hey_section(text: &str, section: &str) -> Vec<String> {
 
 #[test]
 fn a_redirect_chain_is_one_request_in_the_summary_as_hey_counts_it() {
-    if !hey_installed() {
-        assert!(
-            std::env::var_os("BARRAGE_CI").is_none(),
-            "CI installs hey (.ci/run); it must be here"
-        );
-        eprintln!("NOTICE: hey is not installed; the hey chain test is skipped");
+    if !hey_installed_or_skip("hey chain") {
         return;
     }
     let target = Target::start();
@@ -621,23 +616,26 @@ fn requests_of(program: &str, args: &[&str], url: &str, seen: &Mutex<Vec<Seen>>)
     seen
 }
 
-fn hey_installed() -> bool {
-    std::process::Command::new("hey")
+/// Whether hey is here to compare with; without it (never in CI, which installs it) the
+/// `test` is skipped with a notice.
+fn hey_installed_or_skip(test: &str) -> bool {
+    let installed = std::process::Command::new("hey")
         .arg("-h")
         .output()
-        .is_ok_and(|out| String::from_utf8_lossy(&out.stderr).contains("Usage: hey"))
-}
-
-#[test]
-fn the_same_command_line_sends_what_hey_sends() {
-    if !hey_installed() {
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stderr).contains("Usage: hey"));
+    if !installed {
         assert!(
             std::env::var_os("BARRAGE_CI").is_none(),
             "CI installs hey (.ci/run); it must be here"
         );
-        eprintln!(
-            "NOTICE: hey is not installed; the hey parity test is skipped (apt-get install hey)"
-        );
+        eprintln!("NOTICE: hey is not installed; the {test} test is skipped (apt-get install hey)");
+    }
+    installed
+}
+
+#[test]
+fn the_same_command_line_sends_what_hey_sends() {
+    if !hey_installed_or_skip("hey parity") {
         return;
     }
     let cases: &[(&[&str], &str)] = &[
