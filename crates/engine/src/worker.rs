@@ -288,6 +288,11 @@ impl Worker {
             .set(second, active, self.vus_max.get().max(active));
     }
 
+    /// Whether the iteration budget (if any) still has iterations to hand out.
+    pub(crate) fn has_iterations(&self) -> bool {
+        self.remaining.get() != Some(0)
+    }
+
     /// Claims one iteration from the budget; false once it is spent.
     #[inline]
     pub(crate) fn claim_iteration(&self) -> bool {
