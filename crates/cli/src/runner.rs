@@ -292,7 +292,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         barrage_version: env!("CARGO_PKG_VERSION").to_string(),
         // What a run keeps holds no credentials: sensitive header values, URL userinfo and
         // data-file rows are taken out here, before anything is rendered or stored.
-        plan: serde_json::to_value(context.redaction.plan(plan))?,
+        plan: context.redaction.plan(plan),
         script: context.script.clone(),
         overrides: context
             .overrides
@@ -307,14 +307,11 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         interrupted: outcome.interrupted,
         threads: outcome.threads,
         tags: plan.tags.clone(),
+        // A segment plans its fraction of the arrivals: merged segments add up to the test.
         planned_arrivals: plan
             .workload
-            .arrival_schedule()
-            // A segment plans its fraction of the arrivals: merged segments add up to the test.
-            .map(|schedule| {
-                let fraction = plan.options.segment.map_or(1.0, |s| s.fraction());
-                planned(schedule.total() * fraction, schedule.end().as_secs_f64())
-            }),
+            .planned_arrivals(plan.options.segment.map_or(1.0, |s| s.fraction()))
+            .map(|(expected, seconds)| planned(expected, seconds)),
         merged_from: Vec::new(),
         request_id_prefix: Some(outcome.request_id_prefix.clone()),
         segment: crate::segment_run::segment_meta(plan, context.start_at, outcome.started_at),

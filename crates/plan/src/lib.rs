@@ -37,18 +37,15 @@ pub use thresholds::{
     threshold_problem, Aggregation, MetricDecl, MetricKind, MetricSample, MetricsSpec,
     ResponseTiming, SampleInput, Threshold, ThresholdRule, BUILTIN_METRICS,
 };
-pub use vus::{
-    ArrivalPool, ConstantVus, PerVuIterations, RampingVus, RateStage, SharedIterations, VuStage,
-    DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION,
-};
-pub use workload::{ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, Workload, WorkloadError};
+pub use vus::{VuStage, DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION};
+pub use workload::{Admission, Bound, Grace, Workload, WorkloadError};
 pub use workload_ops::{OverrideError, VuOverride};
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Version of the plan format; bumped when a serialised plan would be read differently.
-pub const PLAN_FORMAT_VERSION: u32 = 1;
+pub const PLAN_FORMAT_VERSION: u32 = 2;
 
 /// A complete, executable description of a load test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,14 +100,6 @@ pub struct TestOptions {
     /// Response body and header limits.
     #[serde(default, skip_serializing_if = "ResponseLimits::is_default")]
     pub limits: ResponseLimits,
-    /// How long running iterations may go on after a stop (Ctrl-C, SIGTERM, SIGHUP,
-    /// `abortOnFail`); `None`: the workload's graceful stop, or 30 s when it names none.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "duration_ms::option"
-    )]
-    pub stop_grace: Option<Duration>,
     /// Follow 3xx responses with a `Location` up to this many hops per request (0: the 3xx is
     /// the response). Each hop is a request of its own, timed and counted like any other.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -157,7 +146,6 @@ impl Default for TestOptions {
             http2: Http2Options::default(),
             connections: ConnectionOptions::default(),
             limits: ResponseLimits::default(),
-            stop_grace: None,
             max_redirects: 0,
             cookies: false,
             basic_auth: None,
@@ -202,11 +190,10 @@ impl Header {
 
 impl Plan {
     /// How long running iterations may go on after a graceful stop (Ctrl-C, SIGTERM,
-    /// abortOnFail): the plan's `stop_grace` when set (quick's `--grace`), else the workload's.
+    /// abortOnFail): the workload's grace on a stop (quick's `--grace`, k6's
+    /// `gracefulStop`, the open model's grace period).
     pub fn stop_grace(&self) -> Duration {
-        self.options
-            .stop_grace
-            .unwrap_or_else(|| self.workload.stop_grace())
+        self.workload.stop_grace()
     }
 
     fn step_problem(&self, session: &str, step: &Step) -> Result<(), PlanError> {
@@ -359,11 +346,7 @@ mod tests {
             name: "t".into(),
             target: Target::parse("http://127.0.0.1:8080").unwrap(),
             options: TestOptions::default(),
-            workload: Workload::ClosedVus(ClosedVus {
-                vus: 2,
-                duration: None,
-                iterations: Some(10),
-            }),
+            workload: Workload::closed(2, None, Some(10)),
             tags: vec!["GET /".into()],
             sessions: vec![Session {
                 name: "s".into(),

@@ -35,6 +35,10 @@ pub enum ResultsError {
         "results format version {0} is not supported (this barrage reads version {FORMAT_VERSION})"
     )]
     UnsupportedVersion(u16),
+    #[error(
+        "results format version {0} was written by an older barrage, whose plan this one cannot read; report it with that barrage, or run the test again"
+    )]
+    OlderVersion(u16),
     #[error("truncated: the file ends inside {0}")]
     Truncated(String),
     #[error("corrupt section {section}: {reason}")]
@@ -62,8 +66,9 @@ pub struct RunMeta {
     pub name: String,
     pub target: String,
     pub barrage_version: String,
-    /// The plan as run (after overrides), as `barrage plan` prints it.
-    pub plan: serde_json::Value,
+    /// The plan as run (after overrides and redaction), typed: a reader that cannot read it
+    /// refuses the file rather than guessing.
+    pub plan: barrage_plan::Plan,
     /// The definition file, when the run had one.
     #[serde(default)]
     pub script: Option<String>,

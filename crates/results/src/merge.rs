@@ -81,19 +81,15 @@ pub fn merge(parts: &[ResultsFile], names: &[String]) -> Result<ResultsFile, Res
         m.segment = None;
         // A merge is one run of the whole test: its plan is the segments' without the
         // segment.
-        if let Some(options) = m.plan.get_mut("options").and_then(|o| o.as_object_mut()) {
-            options.remove("segment");
-        }
+        m.plan.options.segment = None;
     }
     Ok(merged)
 }
 
 /// The plan a segment ran, without its segment (what every segment of one test shares).
-fn plan_of_test(file: &ResultsFile) -> serde_json::Value {
+fn plan_of_test(file: &ResultsFile) -> barrage_plan::Plan {
     let mut plan = file.meta.plan.clone();
-    if let Some(options) = plan.get_mut("options").and_then(|o| o.as_object_mut()) {
-        options.remove("segment");
-    }
+    plan.options.segment = None;
     plan
 }
 

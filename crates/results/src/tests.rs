@@ -41,13 +41,32 @@ fn record(metrics: &mut RunMetrics, i: u64, per_second: u64) {
     });
 }
 
+fn sample_plan() -> barrage_plan::Plan {
+    use barrage_plan::*;
+    Plan {
+        format_version: PLAN_FORMAT_VERSION,
+        name: "sample".into(),
+        target: Target::parse("http://127.0.0.1:1").unwrap(),
+        options: TestOptions::default(),
+        workload: Workload::open(
+            Stages::from_targets(1.0, [(Duration::from_secs(10), 1.0)]),
+            None,
+            Duration::ZERO,
+        ),
+        tags: vec!["tag0".into()],
+        sessions: vec![],
+        data_sources: vec![],
+        metrics: MetricsSpec::default(),
+    }
+}
+
 fn meta(tags: usize) -> RunMeta {
     RunMeta {
         command: "run".into(),
         name: "sample".into(),
         target: "http://127.0.0.1:1".into(),
         barrage_version: "0.1.0".into(),
-        plan: serde_json::json!({"name": "sample"}),
+        plan: sample_plan(),
         script: Some("sample.js".into()),
         overrides: BTreeMap::from([("seed".to_string(), "7".to_string())]),
         seed: Some(7),
@@ -280,8 +299,19 @@ fn damaged_files_give_one_line_never_a_panic() {
     let e = ResultsFile::from_bytes(&newer).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "results format version 9 is not supported (this barrage reads version 1)"
+        "results format version 9 is not supported (this barrage reads version 2)"
     );
+    // A file of the previous format (plan stored untyped) is refused in one line.
+    let mut older = bytes.clone();
+    older[8] = 1;
+    let e = ResultsFile::from_bytes(&older).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "results format version 1 was written by an older barrage, whose plan this one cannot read; report it with that barrage, or run the test again"
+    );
+    // The plan comes back typed, as it was written.
+    let back = ResultsFile::from_bytes(&bytes).unwrap();
+    assert_eq!(back.meta.plan, sample_plan());
 }
 
 #[test]

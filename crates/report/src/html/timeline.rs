@@ -108,9 +108,8 @@ pub fn latency_lines(metrics: &RunMetrics) -> (LatencyLines, Vec<LatencyLines>) 
 }
 
 /// The planned arrival rate per second, from the plan's arrival schedule (open arrivals and
-/// arrival rates served by a pool: [`Workload::arrival_schedule`]).
-pub fn planned_arrivals(plan: &serde_json::Value, seconds: usize) -> Option<Vec<(f64, f64)>> {
-    let workload: Workload = serde_json::from_value(plan.get("workload")?.clone()).ok()?;
+/// arrival rates served by a pool: [`Workload::arrival_schedule`], the runner's source too).
+pub fn planned_arrivals(workload: &Workload, seconds: usize) -> Option<Vec<(f64, f64)>> {
     let schedule = workload.arrival_schedule()?;
     let last = (schedule.end().as_secs_f64().ceil() as usize)
         .max(seconds)
