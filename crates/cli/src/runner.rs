@@ -182,7 +182,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
             barrage_stream::LiveExports::start(
                 options.streams.exports,
                 &plan.tags,
-                plan.options.segment.map(|segment| segment.to_string()),
+                plan.options.segment.as_ref().map(|segment| segment.to_string()),
             )
         })
         .transpose()
@@ -310,7 +310,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         // A segment plans its fraction of the arrivals: merged segments add up to the test.
         planned_arrivals: plan
             .workload
-            .planned_arrivals(plan.options.segment.map_or(1.0, |s| s.fraction()))
+            .planned_arrivals(plan.options.segment.as_ref().map_or(1.0, |s| s.fraction()))
             .map(|(expected, seconds)| planned(expected, seconds)),
         merged_from: Vec::new(),
         request_id_prefix: Some(outcome.request_id_prefix.clone()),

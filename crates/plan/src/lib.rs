@@ -24,7 +24,7 @@ pub use protocol::{
     ResponseLimits, TlsOptions, TlsVersion,
 };
 pub use redact::{redact_url, Redaction, REDACTED, SENSITIVE_HEADERS};
-pub use segment::{Segment, SegmentError};
+pub use segment::{Segment, SegmentError, Stripe, Striping};
 pub use session::{
     walk_steps, walk_steps_mut, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource,
     Extraction, Extractor, HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value,

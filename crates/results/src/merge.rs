@@ -121,6 +121,21 @@ fn check_segments(parts: &[ResultsFile], names: &[String]) -> Result<(), Results
                 reference.unwrap_or(0)
             )));
         }
+        let points = |p: &ResultsFile| {
+            p.meta
+                .plan
+                .options
+                .segment
+                .as_ref()
+                .map(|s| s.points.clone())
+        };
+        if points(part) != points(&parts[first]) {
+            return Err(ResultsError::Incompatible(format!(
+                "{} and {} are segments of different sequences (--execution-segment-sequence)",
+                name(i),
+                name(first)
+            )));
+        }
         if plan_of_test(part) != plan {
             return Err(ResultsError::Incompatible(format!(
                 "{} ran another plan than {} (not segments of one test)",

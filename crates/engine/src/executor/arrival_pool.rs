@@ -5,11 +5,11 @@
 //! iterations it serves.
 //!
 //! Iteration `k` of the run starts when the integral of the rate reaches `k`
-//! ([`Stages::time_of`]: evenly spaced at a constant rate, like k6). Worker `i` of `W` owns iterations `i, i+W, ...`.
+//! ([`Stages::time_of`]: evenly spaced at a constant rate, like k6). Each worker owns a stripe of them ([`Stripe`]: its segment's, dealt round-robin).
 
 use super::vu::VirtualUser;
 use crate::worker::Worker;
-use barrage_plan::Stages;
+use barrage_plan::{Stages, Stripe};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -18,8 +18,8 @@ use std::rc::Rc;
 pub(crate) struct PoolShare {
     /// Iterations per second over time (the run's).
     pub rate: Stages,
-    pub first: u64,
-    pub stride: u64,
+    /// The run-wide iterations this worker owns.
+    pub iterations: Stripe,
     pub pre_allocated: u64,
     pub max_vus: u64,
 }
@@ -32,9 +32,9 @@ pub(crate) async fn drive(worker: Rc<Worker>, share: PoolShare) {
     ));
     let allocated = Rc::new(Cell::new(share.pre_allocated));
     worker.set_vus_max(allocated.get());
-    let mut k = share.first;
-    while let Some(offset) = share.rate.time_of(k as f64) {
-        k += share.stride;
+    let mut mine = 0;
+    while let Some(offset) = share.rate.time_of(share.iterations.nth(mine) as f64) {
+        mine += 1;
         let due = worker.run.run_start + offset;
         if !worker.may_start_at(due) {
             break;

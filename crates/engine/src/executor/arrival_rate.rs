@@ -8,7 +8,7 @@
 
 use crate::client::Client;
 use crate::worker::Worker;
-use barrage_plan::Stages;
+use barrage_plan::{Stages, Stripe};
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Instant;
@@ -17,8 +17,8 @@ use tokio::task::JoinSet;
 /// This worker's slots of the global arrival schedule.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SlotSchedule {
-    pub first_slot: u64,
-    pub stride: u64,
+    /// The run-wide slots this worker owns (its segment's, dealt round-robin to workers).
+    pub slots: Stripe,
     /// Iterations per second over time (the run's, not this worker's share).
     pub rate: Stages,
     /// Total slots in the whole run, when it is count-bounded.
@@ -26,7 +26,7 @@ pub(crate) struct SlotSchedule {
 }
 
 pub(crate) async fn drive(worker: Rc<Worker>, vus: u64, schedule: SlotSchedule) {
-    let next_slot = Rc::new(Cell::new(schedule.first_slot));
+    let next_slot = Rc::new(Cell::new(0));
     let schedule = Rc::new(schedule);
     let mut clients = JoinSet::new();
     for _ in 0..vus {
@@ -44,7 +44,9 @@ async fn paced_client(worker: &Worker, next_slot: &Cell<u64>, schedule: &SlotSch
     let mut client = Client::new(worker);
     worker.client_started();
     loop {
-        let slot = next_slot.get();
+        // This worker's next slot (its `m`-th), and where that falls in the run.
+        let mine = next_slot.get();
+        let slot = schedule.slots.nth(mine);
         if schedule.limit.is_some_and(|limit| slot >= limit) {
             break;
         }
@@ -55,7 +57,7 @@ async fn paced_client(worker: &Worker, next_slot: &Cell<u64>, schedule: &SlotSch
         if !worker.running_at(intended) {
             break;
         }
-        next_slot.set(slot + schedule.stride);
+        next_slot.set(mine + 1);
         if intended > Instant::now() {
             tokio::time::sleep_until(intended.into()).await;
             if worker.run.control.stop.is_stopped() {

@@ -75,13 +75,14 @@ fn split_proportionally(n: u64, weights: &[u64]) -> Vec<u64> {
 /// sequences (slots, arrival-rate iterations) are dealt to segment `i` of `N` as `k ≡ i (mod
 /// N)`, then round-robin to its workers. The admission picks the executor; a closed model
 /// whose client count changes over time is the ramping one.
-pub(crate) fn assign(workload: &Workload, threads: usize, segment: Segment) -> Vec<Share> {
+pub(crate) fn assign(workload: &Workload, threads: usize, segment: &Segment) -> Vec<Share> {
     let clients = match workload.admission {
         Admission::PerArrival { max_clients } => max_clients.map_or(u64::MAX, |m| segment.share(m)),
         _ => segment.share(workload.vus().unwrap_or(1)),
     };
     let workers = (threads.max(1) as u64).min(clients.max(1)) as usize;
-    let stripe = |i: usize| segment.stripe(i as u64, workers as u64);
+    let striping = segment.striping();
+    let stripe = |i: usize| striping.stripe(i as u64, workers as u64);
     let budget = match workload.bound {
         Bound::Iterations {
             count, per_client, ..
@@ -109,7 +110,7 @@ pub(crate) fn assign(workload: &Workload, threads: usize, segment: Segment) -> V
                 assignment: Assignment::RampingVus(RampShare {
                     schedule: workload.schedule.clone(),
                     ramp_down: workload.grace.ramp_down,
-                    segment,
+                    segment: striping.clone(),
                     worker: i as u64,
                     workers: workers as u64,
                 }),
@@ -151,13 +152,11 @@ pub(crate) fn assign(workload: &Workload, threads: usize, segment: Segment) -> V
                 .iter()
                 .enumerate()
                 .map(|(i, &vus)| {
-                    let (first_slot, stride) = stripe(i);
                     Share {
                         assignment: Assignment::ArrivalRate {
                             vus,
                             schedule: SlotSchedule {
-                                first_slot,
-                                stride,
+                                slots: stripe(i),
                                 rate: workload.schedule.clone(),
                                 limit,
                             },
@@ -174,12 +173,10 @@ pub(crate) fn assign(workload: &Workload, threads: usize, segment: Segment) -> V
             let max = split_evenly(segment.share(max), workers);
             (0..workers)
                 .map(|i| {
-                    let (first, stride) = stripe(i);
                     Share {
                         assignment: Assignment::ArrivalPool(PoolShare {
                             rate: workload.schedule.clone(),
-                            first,
-                            stride,
+                            iterations: stripe(i),
                             pre_allocated: pre[i],
                             max_vus: max[i],
                         }),
@@ -223,7 +220,7 @@ mod tests {
     #[test]
     fn closed_budget_follows_vus_and_never_more_workers_than_vus() {
         let w = Workload::closed(3, None, Some(100));
-        let shares = assign(&w, 2, Segment::WHOLE);
+        let shares = assign(&w, 2, &Segment::WHOLE);
         assert_eq!(shares.len(), 2);
         assert_eq!(shares[0].assignment, Assignment::Closed { vus: 2 });
         assert_eq!(
@@ -231,27 +228,29 @@ mod tests {
             100
         );
         let w = Workload::closed(1, None, Some(5));
-        assert_eq!(assign(&w, 8, Segment::WHOLE).len(), 1);
+        assert_eq!(assign(&w, 8, &Segment::WHOLE).len(), 1);
     }
 
     #[test]
     fn arrival_slots_interleave_across_workers() {
         let w = Workload::paced(100.0, 4, None, Some(9));
-        let shares = assign(&w, 2, Segment::WHOLE);
+        let shares = assign(&w, 2, &Segment::WHOLE);
         let slots: Vec<(u64, u64)> = shares
             .iter()
             .map(|s| match &s.assignment {
-                Assignment::ArrivalRate { schedule, .. } => (schedule.first_slot, schedule.stride),
+                Assignment::ArrivalRate { schedule, .. } => {
+                    (schedule.slots.nth(0), schedule.slots.nth(1))
+                }
                 other => panic!("{other:?}"),
             })
             .collect();
-        assert_eq!(slots, vec![(0, 2), (1, 2)]);
+        assert_eq!(slots, vec![(0, 2), (1, 3)]);
         let rate = barrage_plan::Stages::constant(100.0);
         assert_eq!(rate.time_of(50.0), Some(Duration::from_millis(500)));
     }
 
     fn segments(count: u64) -> impl Iterator<Item = Segment> {
-        (0..count).map(move |index| Segment { index, count })
+        (0..count).map(move |index| Segment::equal(index, count))
     }
 
     #[test]
@@ -259,7 +258,7 @@ mod tests {
         let closed = Workload::closed(10, None, Some(101));
         let (mut vus, mut budget) = (0, 0);
         for segment in segments(4) {
-            for share in assign(&closed, 3, segment) {
+            for share in assign(&closed, 3, &segment) {
                 let Assignment::Closed { vus: v } = share.assignment else {
                     panic!("{share:?}")
                 };
@@ -273,14 +272,12 @@ mod tests {
         let paced = Workload::paced(100.0, 8, None, Some(50));
         let mut slots = Vec::new();
         for segment in segments(3) {
-            for share in assign(&paced, 2, segment) {
+            for share in assign(&paced, 2, &segment) {
                 let Assignment::ArrivalRate { schedule, .. } = share.assignment else {
                     panic!("{share:?}")
                 };
-                slots.extend(
-                    (schedule.first_slot..schedule.limit.unwrap())
-                        .step_by(schedule.stride as usize),
-                );
+                let limit = schedule.limit.unwrap();
+                slots.extend((0..).map(|m| schedule.slots.nth(m)).take_while(|&k| k < limit));
             }
         }
         slots.sort_unstable();
@@ -294,7 +291,7 @@ mod tests {
             Duration::ZERO,
         );
         let shares: Vec<RampShare> = segments(4)
-            .flat_map(|segment| assign(&ramp, 2, segment))
+            .flat_map(|segment| assign(&ramp, 2, &segment))
             .map(|share| match share.assignment {
                 Assignment::RampingVus(r) => r,
                 other => panic!("{other:?}"),

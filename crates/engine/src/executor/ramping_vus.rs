@@ -9,7 +9,7 @@
 
 use super::vu::{wait_until, VirtualUser};
 use crate::worker::Worker;
-use barrage_plan::{Segment, Stages};
+use barrage_plan::{Stages, Striping};
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -27,7 +27,7 @@ pub(crate) struct RampShare {
     pub ramp_down: Duration,
     /// The process's segment: its striped share of the run-wide target is what its workers
     /// split (so N segments' VUs sum to the target at every instant).
-    pub segment: Segment,
+    pub segment: Striping,
     pub worker: u64,
     pub workers: u64,
 }
@@ -141,7 +141,7 @@ mod tests {
                     RampShare {
                         schedule: Stages::from_targets(0.0, [(Duration::from_secs(1), 7.0)]),
                         ramp_down: Duration::ZERO,
-                        segment: Segment::WHOLE,
+                        segment: barrage_plan::Segment::WHOLE.striping(),
                         worker,
                         workers: 3,
                     }
