@@ -93,7 +93,12 @@ pub fn stage_at(workload: &Workload, elapsed: Duration) -> Option<String> {
         Admission::Loop | Admission::GrowAndDrop { .. } => "stage",
         Admission::Paced { .. } => return None,
     };
-    let durations: Vec<Duration> = workload.schedule.pieces.iter().map(|p| p.duration).collect();
+    let durations: Vec<Duration> = workload
+        .schedule
+        .pieces
+        .iter()
+        .map(|p| p.duration)
+        .collect();
     if durations.len() < 2 {
         return None;
     }
@@ -174,7 +179,10 @@ mod tests {
         let workload = Workload::open(
             Stages::from_targets(
                 10.0,
-                [(Duration::from_secs(2), 10.0), (Duration::from_secs(3), 10.0)],
+                [
+                    (Duration::from_secs(2), 10.0),
+                    (Duration::from_secs(3), 10.0),
+                ],
             ),
             None,
             Duration::ZERO,

@@ -4,9 +4,8 @@ use crate::protocol_flags::ProtocolArgs;
 use crate::usage::usage;
 use crate::values;
 use barrage_plan::{
-    Body, Credentials, Header, HeaderField, Method, Plan, Proxy,
-    RequestStep, Session, Step, Target, TestOptions, Value, Workload, DEFAULT_MAX_REDIRECTS,
-    PLAN_FORMAT_VERSION,
+    Body, Credentials, Header, HeaderField, Method, Plan, Proxy, RequestStep, Session, Step,
+    Target, TestOptions, Value, Workload, DEFAULT_MAX_REDIRECTS, PLAN_FORMAT_VERSION,
 };
 use clap::Args;
 use std::time::Duration;
@@ -305,10 +304,7 @@ mod tests {
     #[test]
     fn hey_defaults_compile_to_a_closed_plan() {
         let p = plan(&["http://127.0.0.1:8080/health?x=1"]).unwrap();
-        assert_eq!(
-            p.workload,
-            Workload::closed(50, None, Some(200))
-        );
+        assert_eq!(p.workload, Workload::closed(50, None, Some(200)));
         let Step::Request(r) = &p.sessions[0].steps[0] else {
             panic!("a request step")
         };

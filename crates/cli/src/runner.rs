@@ -182,7 +182,10 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
             barrage_stream::LiveExports::start(
                 options.streams.exports,
                 &plan.tags,
-                plan.options.segment.as_ref().map(|segment| segment.to_string()),
+                plan.options
+                    .segment
+                    .as_ref()
+                    .map(|segment| segment.to_string()),
             )
         })
         .transpose()

@@ -392,10 +392,7 @@ mod tests {
         let s = |a: &str, seq: Option<&str>| Segment::from_k6(a, seq);
         assert_eq!(s("0:1/4", None), Ok(Segment::equal(0, 4)));
         assert_eq!(s("25%:0.5", None), Ok(Segment::equal(1, 4)));
-        assert_eq!(
-            s("2/3:1", Some("0,1/3,2/3,1")),
-            Ok(Segment::equal(2, 3))
-        );
+        assert_eq!(s("2/3:1", Some("0,1/3,2/3,1")), Ok(Segment::equal(2, 3)));
         assert_eq!(s("0:1", None), Ok(Segment::WHOLE));
         // Not an equal part: filled around like k6 (0, a, b, 1).
         let filled = s("0.1:0.6", None).unwrap();

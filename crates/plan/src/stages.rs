@@ -71,9 +71,7 @@ impl Stages {
 
     /// Whether the value never changes.
     pub fn is_constant(&self) -> bool {
-        self.pieces
-            .windows(2)
-            .all(|w| w[0].to == w[1].from)
+        self.pieces.windows(2).all(|w| w[0].to == w[1].from)
             && self.pieces.iter().all(|p| p.from == p.to)
     }
 
@@ -156,8 +154,9 @@ impl Stages {
             .fold(0.0, f64::max)
     }
 
-    /// The schedule cut to end at `limit`: a piece cut short ends at the value it had
-    /// reached, so everything before the cut is unchanged.
+    /// The one way to cap the stages at a time limit, for every workload model: the schedule
+    /// cut to end at `limit`, a piece cut short ending at the value it had reached,
+    /// so everything before the cut is unchanged.
     pub fn cap_at(&self, limit: Duration) -> Stages {
         let mut kept = Vec::new();
         let mut start = Duration::ZERO;
@@ -268,6 +267,28 @@ mod tests {
         assert_eq!(s.cap_at(secs(60)), s);
         assert_eq!(s.scale(0.5).total(), 100.0);
         assert_eq!(s.scale(0.5).end(), secs(20));
+    }
+
+    #[test]
+    fn iteration_times_invert_the_area() {
+        // A constant 10/s for 4 s: evenly spaced, none at the end; a held rate goes on.
+        let constant = Stages::from_targets(10.0, [(secs(4), 10.0)]);
+        assert_eq!(constant.time_of(0.0), Some(Duration::ZERO));
+        assert_eq!(constant.time_of(3.0), Some(Duration::from_millis(300)));
+        assert_eq!(constant.time_of(40.0), Some(secs(4)));
+        assert_eq!(
+            Stages::constant(100.0).time_of(50.0),
+            Some(Duration::from_millis(500))
+        );
+        // 0 to 100/s over 10 s: N(t) = 5 t², so iteration 125 is due at 5 s.
+        let ramp = Stages::from_targets(0.0, [(secs(10), 100.0)]);
+        let at = ramp.time_of(125.0).unwrap().as_secs_f64();
+        assert!((at - 5.0).abs() < 1e-9, "{at}");
+        // A rate that ends at zero never reaches the next one.
+        let down = Stages::from_targets(10.0, [(secs(2), 0.0)]);
+        assert_eq!(down.time_of(10.0), None);
+        assert!(down.time_of(9.0).is_some());
+        assert!(ramp.is_constant() == false && constant.is_constant());
     }
 
     #[test]

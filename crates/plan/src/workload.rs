@@ -336,7 +336,10 @@ impl Workload {
                         problem,
                     }
                 } else {
-                    WorkloadError::BadStage { stage: i + 1, problem }
+                    WorkloadError::BadStage {
+                        stage: i + 1,
+                        problem,
+                    }
                 }
             };
             if piece.duration.is_zero() {
@@ -489,7 +492,10 @@ mod tests {
         assert_eq!(w.duration(), Some(Duration::from_secs(3)));
         assert_eq!(w.hard_stop(), Some(Duration::from_secs(3)));
         let w = Workload::closed(4, None, Some(5));
-        assert_eq!((w.iterations(), w.vus(), w.hard_stop()), (Some(5), Some(4), None));
+        assert_eq!(
+            (w.iterations(), w.vus(), w.hard_stop()),
+            (Some(5), Some(4), None)
+        );
     }
 
     #[test]

@@ -237,7 +237,10 @@ mod tests {
                 ..VuOverride::default()
             })
             .unwrap();
-        assert_eq!(w, Workload::counted(5, 9, false, DEFAULT_MAX_DURATION, secs(7)));
+        assert_eq!(
+            w,
+            Workload::counted(5, 9, false, DEFAULT_MAX_DURATION, secs(7))
+        );
         let hey = Workload::closed(3, Some(secs(4)), None);
         let w = hey
             .with_vus(&VuOverride {

@@ -9,8 +9,8 @@ use crate::jsval::{Args, JsVal};
 use crate::steps::{SessionBuilder, Tags};
 use crate::ScriptError;
 use barrage_plan::{
-    Credentials, DataSource, Header, Piece, Plan, Session, Stages, Target,
-    TestOptions, Workload, PLAN_FORMAT_VERSION,
+    Credentials, DataSource, Header, Piece, Plan, Session, Stages, Target, TestOptions, Workload,
+    PLAN_FORMAT_VERSION,
 };
 use std::path::{Path, PathBuf};
 use std::time::Duration;

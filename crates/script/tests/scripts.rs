@@ -68,7 +68,10 @@ fn heartbeat_plan_has_the_expected_shape() {
         plan.workload.admission,
         Admission::PerArrival { .. }
     ));
-    assert_eq!(plan.workload.schedule.pieces[0].duration, Duration::from_secs(10));
+    assert_eq!(
+        plan.workload.schedule.pieces[0].duration,
+        Duration::from_secs(10)
+    );
     assert_eq!(plan.workload.grace.end, Duration::from_secs(30));
     let steps = &plan.sessions[0].steps;
     assert!(matches!(
@@ -483,7 +486,9 @@ fn virtual_users(form: &str) -> Workload {
     let source = format!(
         "definition.setTarget('http://localhost:8080');\ndefinition.setVirtualUsers({form});\ndefinition.session('s', function (session) {{ session.get('/'); }});\n"
     );
-    compile_source(&source, "vus.js", &fixtures()).unwrap().workload
+    compile_source(&source, "vus.js", &fixtures())
+        .unwrap()
+        .workload
 }
 
 #[test]

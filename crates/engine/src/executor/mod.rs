@@ -92,9 +92,7 @@ pub(crate) fn assign(workload: &Workload, threads: usize, segment: &Segment) -> 
     match workload.admission {
         Admission::PerArrival { max_clients } => {
             let max_per_worker = max_clients.map(|max| split_evenly(segment.share(max), workers));
-            let schedule = workload
-                .schedule
-                .scale(segment.fraction() / workers as f64);
+            let schedule = workload.schedule.scale(segment.fraction() / workers as f64);
             (0..workers)
                 .map(|i| Share {
                     assignment: Assignment::Open(ArrivalShare {
@@ -132,9 +130,8 @@ pub(crate) fn assign(workload: &Workload, threads: usize, segment: &Segment) -> 
                     })
                     .collect(),
                 _ => {
-                    let budgets = budget.map(|(n, _)| {
-                        split_proportionally(segment.share(n), &vus_per_worker)
-                    });
+                    let budgets = budget
+                        .map(|(n, _)| split_proportionally(segment.share(n), &vus_per_worker));
                     vus_per_worker
                         .iter()
                         .enumerate()
@@ -151,18 +148,16 @@ pub(crate) fn assign(workload: &Workload, threads: usize, segment: &Segment) -> 
             split_evenly(segment.share(clients), workers)
                 .iter()
                 .enumerate()
-                .map(|(i, &vus)| {
-                    Share {
-                        assignment: Assignment::ArrivalRate {
-                            vus,
-                            schedule: SlotSchedule {
-                                slots: stripe(i),
-                                rate: workload.schedule.clone(),
-                                limit,
-                            },
+                .map(|(i, &vus)| Share {
+                    assignment: Assignment::ArrivalRate {
+                        vus,
+                        schedule: SlotSchedule {
+                            slots: stripe(i),
+                            rate: workload.schedule.clone(),
+                            limit,
                         },
-                        iterations: None,
-                    }
+                    },
+                    iterations: None,
                 })
                 .collect()
         }
@@ -172,16 +167,14 @@ pub(crate) fn assign(workload: &Workload, threads: usize, segment: &Segment) -> 
             let pre = split_evenly(segment.share(pre_allocated), workers);
             let max = split_evenly(segment.share(max), workers);
             (0..workers)
-                .map(|i| {
-                    Share {
-                        assignment: Assignment::ArrivalPool(PoolShare {
-                            rate: workload.schedule.clone(),
-                            iterations: stripe(i),
-                            pre_allocated: pre[i],
-                            max_vus: max[i],
-                        }),
-                        iterations: None,
-                    }
+                .map(|i| Share {
+                    assignment: Assignment::ArrivalPool(PoolShare {
+                        rate: workload.schedule.clone(),
+                        iterations: stripe(i),
+                        pre_allocated: pre[i],
+                        max_vus: max[i],
+                    }),
+                    iterations: None,
                 })
                 .collect()
         }
@@ -277,7 +270,11 @@ mod tests {
                     panic!("{share:?}")
                 };
                 let limit = schedule.limit.unwrap();
-                slots.extend((0..).map(|m| schedule.slots.nth(m)).take_while(|&k| k < limit));
+                slots.extend(
+                    (0..)
+                        .map(|m| schedule.slots.nth(m))
+                        .take_while(|&k| k < limit),
+                );
             }
         }
         slots.sort_unstable();

@@ -75,7 +75,8 @@ fn stormforger_verbs_and_options_plan_with_their_meaning() {
         plan.workload.admission,
         Admission::PerArrival {
             max_clients: Some(300)
-        }, "the largest phase limit"
+        },
+        "the largest phase limit"
     );
     let browse = requests(&compiled, 0);
     let header = |r: &barrage_plan::RequestStep, name: &str| {
