@@ -312,9 +312,8 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         tags: plan.tags.clone(),
         // A segment plans its fraction of the arrivals: merged segments add up to the test.
         planned_arrivals: plan
-            .workload
-            .planned_arrivals(plan.options.segment.as_ref().map_or(1.0, |s| s.fraction()))
-            .map(|(expected, seconds)| planned(expected, seconds)),
+            .planned_arrivals()
+            .map(|schedule| planned(schedule.total(), schedule.end().as_secs_f64())),
         merged_from: Vec::new(),
         request_id_prefix: Some(outcome.request_id_prefix.clone()),
         segment: crate::segment_run::segment_meta(plan, context.start_at, outcome.started_at),

@@ -196,6 +196,16 @@ impl Plan {
         self.workload.stop_grace()
     }
 
+    /// The arrivals per second this process plans over time: the workload's arrival schedule
+    /// times its segment's fraction (merged segments add up to the test). The one source of
+    /// the runner's planned-arrivals figure and the HTML report's planned line.
+    pub fn planned_arrivals(&self) -> Option<Stages> {
+        let fraction = self.options.segment.as_ref().map_or(1.0, Segment::fraction);
+        self.workload
+            .arrival_schedule()
+            .map(|schedule| schedule.scale(fraction))
+    }
+
     fn step_problem(&self, session: &str, step: &Step) -> Result<(), PlanError> {
         match step {
             Step::Request(request) => {
@@ -369,6 +379,21 @@ mod tests {
             },
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn planned_arrivals_are_the_segments_share_of_the_arrival_schedule() {
+        let mut plan = one_request_plan();
+        assert_eq!(plan.planned_arrivals(), None, "a closed model plans no arrivals");
+        plan.workload = Workload::open(
+            Stages::from_targets(10.0, [(Duration::from_secs(10), 30.0)]),
+            None,
+            Duration::ZERO,
+        );
+        assert_eq!(plan.planned_arrivals().unwrap().total(), 200.0);
+        plan.options.segment = Segment::from_k6("1/2:3/4", Some("0,1/2,3/4,1")).ok();
+        assert_eq!(plan.planned_arrivals().unwrap().total(), 50.0);
+        assert_eq!(plan.stop_grace(), Duration::ZERO);
     }
 
     #[test]

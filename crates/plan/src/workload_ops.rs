@@ -45,13 +45,6 @@ impl Workload {
         }
     }
 
-    /// The expected arrivals of `fraction` of the test (a segment's share) over the seconds
-    /// the schedule runs: what the runner stores and the reports compare with.
-    pub fn planned_arrivals(&self, fraction: f64) -> Option<(f64, f64)> {
-        self.arrival_schedule()
-            .map(|s| (s.total() * fraction, s.end().as_secs_f64()))
-    }
-
     /// The VU target over time of the closed models that follow one for a duration.
     pub fn vu_schedule(&self) -> Option<Stages> {
         (self.admission == Admission::Loop && self.bound == Bound::Duration)
@@ -215,7 +208,6 @@ mod tests {
         assert_eq!(pool.arrival_schedule().unwrap().total(), 100.0);
         pool.scale_rate(2.0).unwrap();
         assert_eq!(pool.arrival_schedule().unwrap().total(), 200.0);
-        assert_eq!(pool.planned_arrivals(0.25), Some((50.0, 10.0)));
         let mut paced = Workload::paced(10.0, 1, Some(Duration::from_secs(1)), None);
         paced.scale_rate(3.0).unwrap();
         assert_eq!(paced.schedule.value_at(Duration::ZERO), 30.0);

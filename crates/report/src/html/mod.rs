@@ -237,7 +237,7 @@ pub fn render_html(results: &ResultsFile, summary: &Summary) -> String {
         let _ = write!(body, r#"<div class="card">{chart}</div>"#);
     }
 
-    if let Some(planned) = timeline::planned_arrivals(&meta.plan.workload, per_second.len()) {
+    if let Some(planned) = timeline::planned_arrivals(&meta.plan, per_second.len()) {
         let mut lines = vec![Line {
             dashed: true,
             ..line("planned arrivals/s", PALETTE[4], planned)
