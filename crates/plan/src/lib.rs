@@ -384,7 +384,11 @@ mod tests {
     #[test]
     fn planned_arrivals_are_the_segments_share_of_the_arrival_schedule() {
         let mut plan = one_request_plan();
-        assert_eq!(plan.planned_arrivals(), None, "a closed model plans no arrivals");
+        assert_eq!(
+            plan.planned_arrivals(),
+            None,
+            "a closed model plans no arrivals"
+        );
         plan.workload = Workload::open(
             Stages::from_targets(10.0, [(Duration::from_secs(10), 30.0)]),
             None,

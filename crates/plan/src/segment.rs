@@ -204,7 +204,7 @@ impl Segment {
             None => {
                 // An equal part i/N:(i+1)/N of N parts.
                 let width = reduced((b.0 * a.1 - a.0 * b.1, a.1 * b.1));
-                if width.0 == 1 && (a.0 * width.1) % a.1 == 0 && width.1 <= 1_000_000 {
+                if width.0 == 1 && (a.0 * width.1).is_multiple_of(a.1) && width.1 <= 1_000_000 {
                     let count = width.1 as u64;
                     return Ok(Segment::equal((a.0 * width.1 / a.1) as u64, count));
                 }
@@ -294,13 +294,13 @@ impl Segment {
             .map(|(i, &(num, den))| (num * (lcd / den), i))
             .collect();
         // Stable: equal parts keep their sequence order.
-        order.sort_by(|x, y| y.0.cmp(&x.0));
+        order.sort_by_key(|&(norm, _)| std::cmp::Reverse(norm));
         let mut taken = vec![0u128; order.len()];
         let mut mine = Vec::new();
         for i in 0..lcd {
             for (sorted, &(norm, original)) in order.iter().enumerate() {
                 let num = taken[sorted] * lcd;
-                if i > num / norm || (i == num / norm && num % norm == 0) {
+                if i > num / norm || (i == num / norm && num.is_multiple_of(norm)) {
                     taken[sorted] += 1;
                     if original as u64 == self.index {
                         mine.push(i as u64);

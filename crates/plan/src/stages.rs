@@ -288,7 +288,7 @@ mod tests {
         let down = Stages::from_targets(10.0, [(secs(2), 0.0)]);
         assert_eq!(down.time_of(10.0), None);
         assert!(down.time_of(9.0).is_some());
-        assert!(ramp.is_constant() == false && constant.is_constant());
+        assert!(!ramp.is_constant() && constant.is_constant());
     }
 
     #[test]
