@@ -301,4 +301,80 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn unequal_segments_together_run_exactly_the_whole_workload() {
+        let sequence = "0,1/10,1/3,1/2,1";
+        let parts: Vec<Segment> = ["0:1/10", "1/10:1/3", "1/3:1/2", "1/2:1"]
+            .iter()
+            .map(|s| Segment::from_k6(s, Some(sequence)).unwrap())
+            .collect();
+        // Closed VUs and a shared budget.
+        let closed = Workload::closed(23, None, Some(1001));
+        let (mut vus, mut budget) = (0, 0);
+        for segment in &parts {
+            for share in assign(&closed, 3, segment) {
+                let Assignment::Closed { vus: v } = share.assignment else {
+                    panic!("{share:?}")
+                };
+                vus += v;
+                budget += share.iterations.unwrap();
+            }
+        }
+        assert_eq!((vus, budget), (23, 1001));
+        // Paced slots: each of the run's slots is one worker's of one segment.
+        let paced = Workload::paced(100.0, 40, None, Some(300));
+        let mut slots = Vec::new();
+        for segment in &parts {
+            for share in assign(&paced, 2, segment) {
+                let Assignment::ArrivalRate { schedule, .. } = share.assignment else {
+                    panic!("{share:?}")
+                };
+                let limit = schedule.limit.unwrap();
+                slots.extend(
+                    (0..)
+                        .map(|m| schedule.slots.nth(m))
+                        .take_while(|&k| k < limit),
+                );
+            }
+        }
+        slots.sort_unstable();
+        assert_eq!(slots, (0..300).collect::<Vec<_>>());
+        // Open arrivals: the segments' rates add up to the test's.
+        let open = Workload::open(
+            barrage_plan::Stages::from_targets(90.0, [(Duration::from_secs(10), 90.0)]),
+            None,
+            Duration::ZERO,
+        );
+        let total: f64 = parts
+            .iter()
+            .flat_map(|segment| assign(&open, 2, segment))
+            .map(|share| match share.assignment {
+                Assignment::Open(o) => o.schedule.total(),
+                other => panic!("{other:?}"),
+            })
+            .sum();
+        assert!((total - 900.0).abs() < 1e-9, "{total}");
+        // Ramping VUs: the shares sum to the target at every value of the ramp.
+        let ramp = Workload::ramping_vus(
+            0,
+            &[(Duration::from_secs(10), 61)],
+            Duration::ZERO,
+            Duration::ZERO,
+        );
+        let shares: Vec<RampShare> = parts
+            .iter()
+            .flat_map(|segment| assign(&ramp, 3, segment))
+            .map(|share| match share.assignment {
+                Assignment::RampingVus(r) => r,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        for target in 0..=61 {
+            assert_eq!(
+                shares.iter().map(|s| s.share_of(target)).sum::<u64>(),
+                target
+            );
+        }
+    }
 }
