@@ -3,6 +3,7 @@
 mod compare_cmd;
 mod dashboard_frame;
 mod fd_limit;
+mod har_cmd;
 mod hey_flags;
 mod history;
 mod k6_front;
@@ -66,6 +67,10 @@ enum Command {
     Compare(compare_cmd::CompareArgs),
     /// Write Kubernetes manifests that run a test as N segments (an Indexed Job)
     K8s(Box<k8s::K8sArgs>),
+    /// Convert a recording into a test case (`convert har FILE.har -o test.js`)
+    Convert(har_cmd::ConvertArgs),
+    /// Replay a HAR recording at its recorded timing (hosts mapped with --map-host)
+    Replay(Box<har_cmd::ReplayArgs>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -331,6 +336,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(code)
         }
         Command::Compare(args) => compare_cmd::compare_command(&args),
+        Command::Convert(args) => {
+            print_out(&har_cmd::convert_command(&args)?)?;
+            Ok(exit::OK)
+        }
+        Command::Replay(args) => har_cmd::replay_command(&args),
         Command::K8s(args) => {
             print_out(&k8s::k8s_command(&args, &Overrides::default())?)?;
             Ok(exit::OK)

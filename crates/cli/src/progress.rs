@@ -87,11 +87,11 @@ impl SnapshotStatus {
 
 /// "stage 2/3" (or "phase") at `elapsed`, for workloads that have stages or phases.
 pub fn stage_at(workload: &Workload, elapsed: Duration) -> Option<String> {
-    let word = match workload.admission {
+    let word = match &workload.admission {
         _ if workload.bound != Bound::Duration => return None,
         Admission::PerArrival { .. } => "phase",
         Admission::Loop | Admission::GrowAndDrop { .. } => "stage",
-        Admission::Paced { .. } => return None,
+        Admission::Paced { .. } | Admission::Recorded { .. } => return None,
     };
     let durations: Vec<Duration> = workload
         .schedule

@@ -43,6 +43,18 @@ pub enum Admission {
     /// Open model: clients arrive as a Poisson process at the schedule's rate; each runs one
     /// session on its own connection; arrivals beyond `max_clients` running are dropped.
     PerArrival { max_clients: Option<u64> },
+    /// Replay of a recording (`barrage replay`): one client per arrival, at its recorded
+    /// offset, running the session it names; the schedule spans the arrivals.
+    Recorded { arrivals: Vec<RecordedArrival> },
+}
+
+/// One recorded arrival: a client starting `session` (an index into the plan's sessions)
+/// `offset` after the start of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RecordedArrival {
+    #[serde(with = "crate::duration_ms")]
+    pub offset: Duration,
+    pub session: usize,
 }
 
 /// When new iterations stop.
@@ -111,6 +123,10 @@ pub enum WorkloadError {
     BadPhase { phase: usize, problem: String },
     #[error("an open workload needs at least one arrival phase")]
     NoPhases,
+    #[error("a recorded workload needs at least one arrival")]
+    NoArrivals,
+    #[error("recorded arrivals must be in order of their offsets")]
+    UnorderedArrivals,
     #[error("max clients must be at least 1")]
     NoClients,
     #[error("stage {stage}: {problem}")]
@@ -247,6 +263,27 @@ impl Workload {
     }
 }
 
+impl Workload {
+    /// A replay of recorded arrivals (in order of their offsets), with a grace period after
+    /// the last.
+    pub fn recorded(arrivals: Vec<RecordedArrival>, grace_period: Duration) -> Self {
+        Self {
+            schedule: recorded_schedule(&arrivals),
+            admission: Admission::Recorded { arrivals },
+            bound: Bound::Duration,
+            grace: Grace::k6(grace_period, Duration::ZERO),
+        }
+    }
+}
+
+/// The schedule of recorded arrivals: their mean rate until just after the last one (so it
+/// is still inside the run).
+pub(crate) fn recorded_schedule(arrivals: &[RecordedArrival]) -> Stages {
+    let end = arrivals.last().map_or(Duration::ZERO, |a| a.offset) + Duration::from_millis(1);
+    let rate = arrivals.len() as f64 / end.as_secs_f64();
+    Stages::from_targets(rate, [(end, rate)])
+}
+
 fn shared(count: u64, max_duration: Option<Duration>) -> Bound {
     Bound::Iterations {
         count,
@@ -258,7 +295,8 @@ fn shared(count: u64, max_duration: Option<Duration>) -> Bound {
 impl Workload {
     pub fn validate(&self) -> Result<(), WorkloadError> {
         let open = matches!(self.admission, Admission::PerArrival { .. });
-        if let Bound::Duration = self.bound {
+        let recorded = matches!(self.admission, Admission::Recorded { .. });
+        if self.bound == Bound::Duration && !recorded {
             self.validate_pieces(open)?;
         }
         if let Bound::Iterations {
@@ -274,14 +312,23 @@ impl Workload {
                 return Err(WorkloadError::ZeroDuration);
             }
         }
-        match self.admission {
-            Admission::PerArrival { max_clients } => {
+        match &self.admission {
+            Admission::Recorded { arrivals } => {
+                if arrivals.is_empty() {
+                    return Err(WorkloadError::NoArrivals);
+                }
+                if arrivals.windows(2).any(|w| w[1].offset < w[0].offset) {
+                    return Err(WorkloadError::UnorderedArrivals);
+                }
+                Ok(())
+            }
+            &Admission::PerArrival { max_clients } => {
                 if max_clients == Some(0) {
                     return Err(WorkloadError::NoClients);
                 }
                 Ok(())
             }
-            Admission::Paced { clients } => {
+            &Admission::Paced { clients } => {
                 let rate = self.schedule.value_at(Duration::ZERO);
                 if !(rate.is_finite() && rate > 0.0) {
                     return Err(WorkloadError::BadRate(rate));
@@ -291,7 +338,7 @@ impl Workload {
                 }
                 Ok(())
             }
-            Admission::GrowAndDrop {
+            &Admission::GrowAndDrop {
                 pre_allocated, max, ..
             } => {
                 if max < pre_allocated {
@@ -365,11 +412,11 @@ impl Workload {
     /// Clients that run at the same time, when the model fixes it (the peak of a ramp, the
     /// largest pool).
     pub fn vus(&self) -> Option<u64> {
-        match self.admission {
+        match &self.admission {
             Admission::Loop => Some(self.schedule.peak().floor().max(0.0) as u64),
-            Admission::Paced { clients } => Some(clients),
-            Admission::GrowAndDrop { max, .. } => Some(max),
-            Admission::PerArrival { .. } => None,
+            Admission::Paced { clients } => Some(*clients),
+            Admission::GrowAndDrop { max, .. } => Some(*max),
+            Admission::PerArrival { .. } | Admission::Recorded { .. } => None,
         }
     }
 

@@ -37,11 +37,11 @@ impl Workload {
     /// schedule rather than the clients (open arrivals, and the arrival rate served by a
     /// pool): the report's "planned" figures and line.
     pub fn arrival_schedule(&self) -> Option<Stages> {
-        match self.admission {
+        match &self.admission {
             Admission::PerArrival { .. } | Admission::GrowAndDrop { .. } => {
                 Some(self.schedule.clone())
             }
-            Admission::Loop | Admission::Paced { .. } => None,
+            Admission::Loop | Admission::Paced { .. } | Admission::Recorded { .. } => None,
         }
     }
 
@@ -59,6 +59,14 @@ impl Workload {
         if self.admission == Admission::Loop {
             return Err(OverrideError::NotARate);
         }
+        if let Admission::Recorded { arrivals } = &mut self.admission {
+            // Twice the rate is the recording played twice as fast.
+            for arrival in arrivals.iter_mut() {
+                arrival.offset = arrival.offset.div_f64(factor);
+            }
+            self.schedule = crate::workload::recorded_schedule(arrivals);
+            return Ok(());
+        }
         self.schedule = self.schedule.scale(factor);
         Ok(())
     }
@@ -71,7 +79,14 @@ impl Workload {
             return Err(OverrideError::ZeroLimit);
         }
         match &mut self.bound {
-            Bound::Duration => self.schedule = self.schedule.cap_at(limit),
+            Bound::Duration => {
+                if let Admission::Recorded { arrivals } = &mut self.admission {
+                    arrivals.retain(|a| a.offset < limit);
+                    self.schedule = crate::workload::recorded_schedule(arrivals);
+                } else {
+                    self.schedule = self.schedule.cap_at(limit);
+                }
+            }
             Bound::Iterations { max_duration, .. } => {
                 *max_duration = Some(max_duration.map_or(limit, |d| d.min(limit)))
             }

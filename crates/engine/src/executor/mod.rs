@@ -9,6 +9,7 @@ mod closed;
 mod open;
 mod per_vu_iterations;
 mod ramping_vus;
+mod recorded;
 mod vu;
 
 use crate::worker::Worker;
@@ -19,6 +20,7 @@ pub(crate) use arrival_pool::PoolShare;
 pub(crate) use arrival_rate::SlotSchedule;
 pub(crate) use open::ArrivalShare;
 pub(crate) use ramping_vus::RampShare;
+pub(crate) use recorded::RecordedShare;
 
 /// One worker's share of the workload.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +37,8 @@ pub(crate) enum Assignment {
     PerVuIterations { vus: u64, iterations: u64 },
     /// This worker's iterations of an arrival-rate schedule, served by its part of the pool.
     ArrivalPool(PoolShare),
+    /// This worker's recorded arrivals, each a fresh client running its named session.
+    Recorded(RecordedShare),
 }
 
 /// A worker's share: what it runs and how many iterations it may start (count-bounded runs).
@@ -76,8 +80,9 @@ fn split_proportionally(n: u64, weights: &[u64]) -> Vec<u64> {
 /// N)`, then round-robin to its workers. The admission picks the executor; a closed model
 /// whose client count changes over time is the ramping one.
 pub(crate) fn assign(workload: &Workload, threads: usize, segment: &Segment) -> Vec<Share> {
-    let clients = match workload.admission {
+    let clients = match &workload.admission {
         Admission::PerArrival { max_clients } => max_clients.map_or(u64::MAX, |m| segment.share(m)),
+        Admission::Recorded { arrivals } => segment.share(arrivals.len() as u64),
         _ => segment.share(workload.vus().unwrap_or(1)),
     };
     let workers = (threads.max(1) as u64).min(clients.max(1)) as usize;
@@ -90,6 +95,21 @@ pub(crate) fn assign(workload: &Workload, threads: usize, segment: &Segment) -> 
         Bound::Duration => None,
     };
     match workload.admission {
+        Admission::Recorded { ref arrivals } => (0..workers)
+            .map(|i| {
+                // This worker's stripe of the run's arrivals (its segment's, round-robin).
+                let stripe = stripe(i);
+                Share {
+                    assignment: Assignment::Recorded(RecordedShare {
+                        arrivals: (0..)
+                            .map(|m| stripe.nth(m) as usize)
+                            .map_while(|k| arrivals.get(k).copied())
+                            .collect(),
+                    }),
+                    iterations: None,
+                }
+            })
+            .collect(),
         Admission::PerArrival { max_clients } => {
             let max_per_worker = max_clients.map(|max| split_evenly(segment.share(max), workers));
             let schedule = workload.schedule.scale(segment.fraction() / workers as f64);
@@ -195,6 +215,7 @@ pub(crate) async fn drive(worker: Rc<Worker>, assignment: Assignment) {
             per_vu_iterations::drive(worker, vus, iterations).await
         }
         Assignment::ArrivalPool(share) => arrival_pool::drive(worker, share).await,
+        Assignment::Recorded(share) => recorded::drive(worker, share).await,
     }
 }
 
@@ -240,6 +261,32 @@ mod tests {
         assert_eq!(slots, vec![(0, 2), (1, 3)]);
         let rate = barrage_plan::Stages::constant(100.0);
         assert_eq!(rate.time_of(50.0), Some(Duration::from_millis(500)));
+    }
+
+    #[test]
+    fn recorded_arrivals_are_dealt_to_exactly_one_worker_of_one_segment() {
+        let arrivals: Vec<barrage_plan::RecordedArrival> = (0..11)
+            .map(|k| barrage_plan::RecordedArrival {
+                offset: Duration::from_millis(k * 10),
+                session: (k % 2) as usize,
+            })
+            .collect();
+        let w = Workload::recorded(arrivals.clone(), Duration::ZERO);
+        let mut dealt = Vec::new();
+        for segment in segments(3) {
+            for share in assign(&w, 2, &segment) {
+                let Assignment::Recorded(share) = share.assignment else {
+                    panic!("{share:?}")
+                };
+                assert!(share
+                    .arrivals
+                    .windows(2)
+                    .all(|p| p[0].offset <= p[1].offset));
+                dealt.extend(share.arrivals);
+            }
+        }
+        dealt.sort_by_key(|a| a.offset);
+        assert_eq!(dealt, arrivals);
     }
 
     fn segments(count: u64) -> impl Iterator<Item = Segment> {
