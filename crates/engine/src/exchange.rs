@@ -316,10 +316,11 @@ struct OpenRequest<'a> {
 
 impl Drop for OpenRequest<'_> {
     fn drop(&mut self) {
+        let second = self.worker.second_of(std::time::Instant::now());
         self.worker
             .metrics
             .borrow_mut()
-            .record_interrupted(self.tag);
+            .record_interrupted(self.tag, second);
     }
 }
 

@@ -197,6 +197,7 @@ const THRESHOLDS: [u8; 4] = *b"THRS";
 const SELF_CHECK: [u8; 4] = *b"SELF";
 const ACTIVE: [u8; 4] = *b"ACTV";
 const EXTRA: [u8; 4] = *b"XMET";
+const INTERRUPTED: [u8; 4] = *b"INTR";
 
 fn corrupt(section: &str, reason: impl std::fmt::Display) -> ResultsError {
     ResultsError::Corrupt {
@@ -214,6 +215,10 @@ impl ResultsFile {
             (CHECKS, json(&self.metrics.checks)),
             (SESSIONS, metrics_codec::encode_sessions(&self.metrics)),
             (EXTRA, extra_codec::encode_extra(&self.metrics)),
+            (
+                INTERRUPTED,
+                metrics_codec::encode_interrupted(&self.metrics),
+            ),
         ];
         if let Some(t) = &self.thresholds {
             sections.push((THRESHOLDS, json(t)));
@@ -236,6 +241,7 @@ impl ResultsFile {
         let mut self_check = None;
         let mut active_clients = None;
         let mut extra = None;
+        let mut interrupted = None;
         for section in container::read(data)? {
             match section.kind {
                 META => {
@@ -275,6 +281,7 @@ impl ResultsFile {
                     )
                 }
                 EXTRA => extra = Some(section.payload),
+                INTERRUPTED => interrupted = Some(section.payload),
                 _ => {} // a later version's section: skipped
             }
         }
@@ -284,6 +291,11 @@ impl ResultsFile {
         }
         let series = series.ok_or(ResultsError::Missing("SERI"))?;
         metrics_codec::decode_series(series, &mut metrics).map_err(|e| corrupt("SERI", e))?;
+        // Files written before INTR have no per-second count of requests cut off by the end.
+        if let Some(interrupted) = interrupted {
+            metrics_codec::decode_interrupted(interrupted, &mut metrics)
+                .map_err(|e| corrupt("INTR", e))?;
+        }
         metrics.checks = checks.ok_or(ResultsError::Missing("CHKS"))?;
         metrics.sessions_per_second = sessions.sessions_per_second;
         if let Some(extra) = extra {
