@@ -569,3 +569,39 @@ fn the_dashboard_draws_live_charts_in_chromium_while_the_run_goes_on() {
     }
     run.wait(Duration::from_secs(60)).expect_success();
 }
+
+#[test]
+fn exports_reach_an_https_endpoint_that_the_given_ca_vouches_for() {
+    // The receiver: barrage's own target over TLS (a self-signed certificate for 127.0.0.1),
+    // answering any POST to /anything with 200.
+    let receiver = Target::start_with(&["--threads", "1", "--tls"]);
+    let cert = receiver
+        .cert_path
+        .clone()
+        .expect("the target's certificate");
+    let load = Target::start();
+    let url = format!("http://{}/", load.addr);
+    for kind in ["otlp", "prometheus-rw"] {
+        let trusted = format!("{kind}=https://{}/anything,ca={cert}", receiver.addr);
+        let out = barrage(
+            &["quick", "-n", "40", "-c", "2", "--out", &trusted, &url],
+            Duration::from_secs(30),
+        );
+        out.expect_success();
+        assert!(!out.stderr.contains("warning"), "{kind}: {}", out.stderr);
+        // Without the CA, the certificate does not verify: every batch fails, named.
+        let untrusted = format!("{kind}=https://{}/anything", receiver.addr);
+        let out = barrage(
+            &["quick", "-n", "40", "-c", "2", "--out", &untrusted, &url],
+            Duration::from_secs(30),
+        );
+        out.expect_success();
+        assert!(
+            out.stderr
+                .contains(&format!("warning: --out {kind} https://"))
+                && out.stderr.contains("TLS handshake"),
+            "{kind}: {}",
+            out.stderr
+        );
+    }
+}
