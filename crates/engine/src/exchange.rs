@@ -163,6 +163,7 @@ impl Client {
         let open = OpenRequest {
             worker,
             tag: request.tag,
+            intended,
         };
         let outcome = tokio::time::timeout(worker.run.timeout, async {
             match &worker.connections.pool {
@@ -308,15 +309,17 @@ impl Client {
 /// A request on its way. When the client's future is dropped while it waits (the run's end,
 /// a second stop signal, a grace period that ran out, a VU ramped down), dropping this counts
 /// the request as interrupted, so a target that never answers shows as unanswered requests
-/// instead of nothing. A finished request forgets it.
+/// instead of nothing. A finished request forgets it. It counts in the second of its
+/// intended start, so the per-second series gains no second past the run's own.
 struct OpenRequest<'a> {
     worker: &'a Worker,
     tag: usize,
+    intended: Instant,
 }
 
 impl Drop for OpenRequest<'_> {
     fn drop(&mut self) {
-        let second = self.worker.second_of(std::time::Instant::now());
+        let second = self.worker.second_of(self.intended);
         self.worker
             .metrics
             .borrow_mut()

@@ -360,8 +360,8 @@ impl RunMetrics {
         );
     }
 
-    /// A request still open when the run ended (cut off in `second`): sent, never answered,
-    /// not an error.
+    /// A request still open when the run ended (due to start in `second`): sent, never
+    /// answered, not an error.
     pub fn record_interrupted(&mut self, tag: usize, second: u64) {
         let tag = &mut self.tags[tag];
         tag.errors[ErrorKind::Interrupted.index()] += 1;

@@ -20,7 +20,7 @@ pub struct SecondBucket {
     /// Errors by kind (serialised as a map of the kinds seen).
     #[serde(with = "errors_by_kind")]
     pub errors_by_kind: [u64; ErrorKind::COUNT],
-    /// Requests still open when the run ended, counted in the second the end cut them off
+    /// Requests still open when the run ended, counted in the second they were due to start
     /// (not errors, not responses; absent from series written before it existed).
     #[serde(default)]
     pub interrupted: u64,
@@ -136,7 +136,7 @@ impl Series {
         bucket.errors_by_kind[kind.index()] += 1;
     }
 
-    /// A request the run's end cut off in `second`, never answered.
+    /// A request due to start in `second` that the run's end cut off, never answered.
     pub fn record_interrupted(&mut self, second: u64) {
         self.bucket(second).interrupted += 1;
     }

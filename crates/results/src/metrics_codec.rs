@@ -149,8 +149,8 @@ pub fn encode_series(metrics: &RunMetrics) -> Vec<u8> {
     e.bytes
 }
 
-/// INTR: per tag, the seconds up to the last with a request the run's end cut off, and
-/// each second's count.
+/// INTR: per tag, the seconds up to the last with a request the run's end cut off (by its
+/// intended start), and each second's count.
 pub fn encode_interrupted(metrics: &RunMetrics) -> Vec<u8> {
     let mut e = Encoder::default();
     e.varint(metrics.tags.len() as u64);

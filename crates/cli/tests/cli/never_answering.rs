@@ -42,7 +42,7 @@ fn quick_against_a_silent_target_counts_open_requests_and_exits_1() {
         page.contains("still open when the run ended"),
         "HTML shows them"
     );
-    // The per-second outputs show them too, in the second the end cut them off.
+    // The per-second outputs show them too, in the second they were sent.
     let per_second: u64 = s["per_second"]
         .as_array()
         .expect("per_second")
@@ -50,6 +50,8 @@ fn quick_against_a_silent_target_counts_open_requests_and_exits_1() {
         .map(|b| u(b, "interrupted"))
         .sum();
     assert_eq!(per_second, 4, "{s:#}");
+    // All four were sent at the start: no second is added past the run's own.
+    assert_eq!(s["per_second"].as_array().unwrap().len(), 1, "{s:#}");
     let csv = std::fs::read_to_string(&csv).expect("csv");
     assert!(
         csv.lines().next().unwrap().ends_with(",interrupted"),
