@@ -168,9 +168,8 @@ pub fn encode_interrupted(metrics: &RunMetrics) -> Vec<u8> {
     e.bytes
 }
 
-/// Reads INTR into the series SERI filled.
-pub fn decode_interrupted(payload: &[u8], metrics: &mut RunMetrics) -> DecodeResult<()> {
-    let mut d = Decoder::new(payload);
+/// Reads a per-tag section's tag count, which must be the one TOTL gave.
+fn expect_tags(d: &mut Decoder<'_>, metrics: &RunMetrics) -> DecodeResult<()> {
     let tags = d.count()?;
     if tags != metrics.tags.len() {
         return Err(format!(
@@ -178,6 +177,13 @@ pub fn decode_interrupted(payload: &[u8], metrics: &mut RunMetrics) -> DecodeRes
             metrics.tags.len()
         ));
     }
+    Ok(())
+}
+
+/// Reads INTR into the series SERI filled.
+pub fn decode_interrupted(payload: &[u8], metrics: &mut RunMetrics) -> DecodeResult<()> {
+    let mut d = Decoder::new(payload);
+    expect_tags(&mut d, metrics)?;
     for tag in &mut metrics.tags {
         let seconds = d.count()?;
         let series = &mut tag.series.seconds;
@@ -194,13 +200,7 @@ pub fn decode_interrupted(payload: &[u8], metrics: &mut RunMetrics) -> DecodeRes
 /// Reads SERI into the tags TOTL created.
 pub fn decode_series(payload: &[u8], metrics: &mut RunMetrics) -> DecodeResult<()> {
     let mut d = Decoder::new(payload);
-    let tags = d.count()?;
-    if tags != metrics.tags.len() {
-        return Err(format!(
-            "{tags} tags, but the totals have {}",
-            metrics.tags.len()
-        ));
-    }
+    expect_tags(&mut d, metrics)?;
     for tag in &mut metrics.tags {
         let seconds = d.count()?;
         let mut buckets = Vec::with_capacity(seconds);
