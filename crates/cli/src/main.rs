@@ -1,6 +1,7 @@
 //! The `barrage` binary: parses the command line and wires script/plan, engine, and reports.
 
 mod compare_cmd;
+mod har_cmd;
 mod hey_flags;
 mod history;
 mod k6_front;
@@ -59,6 +60,10 @@ enum Command {
     Compare(compare_cmd::CompareArgs),
     /// Write Kubernetes manifests that run a test as N segments (an Indexed Job)
     K8s(Box<k8s::K8sArgs>),
+    /// Convert a recording into a test case (`convert har FILE.har -o test.js`)
+    Convert(har_cmd::ConvertArgs),
+    /// Replay a HAR recording at its recorded timing (hosts mapped with --map-host)
+    Replay(Box<har_cmd::ReplayArgs>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -324,6 +329,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(code)
         }
         Command::Compare(args) => compare_cmd::compare_command(&args),
+        Command::Convert(args) => {
+            print_out(&har_cmd::convert_command(&args)?)?;
+            Ok(exit::OK)
+        }
+        Command::Replay(args) => har_cmd::replay_command(&args),
         Command::K8s(args) => {
             print_out(&k8s::k8s_command(&args, &Overrides::default())?)?;
             Ok(exit::OK)

@@ -44,7 +44,7 @@ pub fn load_plan(path: &Path, defines: &[(String, String)]) -> anyhow::Result<Pl
 }
 
 /// Adds the requirements of `--nfr FILE` to the plan's thresholds (checked against its tags).
-fn add_requirements(plan: &mut Plan, overrides: &Overrides) -> anyhow::Result<()> {
+pub(crate) fn add_requirements(plan: &mut Plan, overrides: &Overrides) -> anyhow::Result<()> {
     let Some(path) = &overrides.nfr else {
         return Ok(());
     };

@@ -55,6 +55,21 @@ pub fn positive_number(text: &str, max: f64) -> Result<f64, String> {
     }
 }
 
+/// `barrage replay --speed`: how many times faster than recorded.
+pub const MAX_SPEED: f64 = 1e4;
+/// `barrage replay --loop`.
+pub const MAX_LOOPS: u32 = 1_000_000;
+
+/// `replay --speed`.
+pub fn speed(text: &str) -> Result<f64, String> {
+    positive_number(text, MAX_SPEED)
+}
+
+/// `replay --loop`.
+pub fn loops(text: &str) -> Result<u32, String> {
+    integer(text, 1, MAX_LOOPS)
+}
+
 /// `-c`, `--vus`, demo's `-c`.
 pub fn clients(text: &str) -> Result<u64, String> {
     integer(text, 1, MAX_CLIENTS)

@@ -151,6 +151,7 @@ impl Client {
             headers,
             body: true,
             addrs,
+            connector: None,
         };
         let outcome = tokio::time::timeout(
             timeout,
@@ -189,7 +190,7 @@ impl Client {
                     body_bytes: exchange.body_bytes,
                     decoded_body_bytes: captured.decoded_len().unwrap_or(exchange.body_bytes),
                 };
-                worker.record_response(&record, None);
+                worker.record_response(&record, None, Some(&record));
                 let response = ScriptResponse {
                     status: exchange.status,
                     headers: CAPTURED_HEADERS

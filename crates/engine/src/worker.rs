@@ -313,13 +313,21 @@ impl Worker {
     /// Records a response; `request_id` is the counter of the request's `X-Request-Id`
     /// (`None` when the plan set its own header), for the sample log.
     #[inline]
-    pub(crate) fn record_response(&self, record: &ResponseRecord, request_id: Option<u64>) {
+    ///
+    /// `chain` is the record of the whole redirect chain when this response ends one (the
+    /// response itself when nothing redirected): hey's CSV writes a row per chain.
+    pub(crate) fn record_response(
+        &self,
+        record: &ResponseRecord,
+        request_id: Option<u64>,
+        chain: Option<&ResponseRecord>,
+    ) {
         self.metrics.borrow_mut().record_response(record);
         self.live().add_response();
         if let Some(sampler) = &self.sampler {
             sampler
                 .borrow_mut()
-                .response(record, request_id, self.millis_into_run());
+                .response(record, chain, request_id, self.millis_into_run());
         }
     }
 

@@ -104,6 +104,9 @@ pub struct TagMetrics {
     pub series: Series,
     /// Response latency second by second (finished seconds kept compressed).
     pub latency_by_second: SecondLatency,
+    /// Response latency per status code, by status, when the run keeps it
+    /// ([`RunMetrics::latency_by_status`]: a threshold filters latency by status).
+    pub latency_by_status: Vec<(u16, LatencyHistogram)>,
 }
 
 impl TagMetrics {
@@ -144,7 +147,35 @@ impl TagMetrics {
 
     /// Merges everything but the per-second latency histograms (whose merge decodes and
     /// re-encodes every second): what reports of all tags together need.
+    /// The latency histogram of responses with `status`, added when first needed.
+    pub fn status_latency_mut(&mut self, status: u16) -> &mut LatencyHistogram {
+        let at = match self
+            .latency_by_status
+            .binary_search_by_key(&status, |(s, _)| *s)
+        {
+            Ok(at) => at,
+            Err(at) => {
+                self.latency_by_status
+                    .insert(at, (status, LatencyHistogram::default()));
+                at
+            }
+        };
+        &mut self.latency_by_status[at].1
+    }
+
+    /// The latency of responses whose status `matches`, merged (exact).
+    pub fn latency_where(&self, matches: impl Fn(u16) -> bool) -> LatencyHistogram {
+        let mut merged = LatencyHistogram::default();
+        for (_, histogram) in self.latency_by_status.iter().filter(|(s, _)| matches(*s)) {
+            merged.merge(histogram);
+        }
+        merged
+    }
+
     pub fn merge_totals(&mut self, other: &TagMetrics) {
+        for (status, histogram) in &other.latency_by_status {
+            self.status_latency_mut(*status).merge(histogram);
+        }
         self.latency.merge(&other.latency);
         self.latency_corrected.merge(&other.latency_corrected);
         self.connect.merge(&other.connect);
@@ -245,6 +276,8 @@ impl CheckCounts {
 #[derive(Debug, Clone, Default)]
 pub struct RunMetrics {
     pub tags: Vec<TagMetrics>,
+    /// Keep latency per status code too ([`TagMetrics::latency_by_status`]).
+    pub latency_by_status: bool,
     pub sessions: SessionCounters,
     pub connections_opened: u64,
     /// Of `connections_opened`: those over TLS, and those speaking HTTP/2.
@@ -328,6 +361,9 @@ impl RunMetrics {
     pub fn record_response(&mut self, r: &ResponseRecord) {
         let tag = &mut self.tags[r.tag];
         tag.latency.record(r.latency);
+        if self.latency_by_status {
+            tag.status_latency_mut(r.status).record(r.latency);
+        }
         if let Some(interval) = r.expected_interval {
             tag.latency_corrected.record_corrected(r.latency, interval);
         }
@@ -379,6 +415,7 @@ impl RunMetrics {
     /// Adds `other` into `self` exactly. Tag lists are aligned by index (both come from the
     /// same plan); a longer `other` extends `self`.
     pub fn merge(&mut self, other: &RunMetrics) {
+        self.latency_by_status |= other.latency_by_status;
         if self.tags.len() < other.tags.len() {
             self.tags.resize_with(other.tags.len(), TagMetrics::default);
         }
@@ -469,6 +506,44 @@ mod tests {
             body_bytes: 60,
             decoded_body_bytes: 60,
         }
+    }
+
+    #[test]
+    fn latency_per_status_is_kept_when_asked_and_merges_exactly() {
+        let mut halves = [RunMetrics::new(1), RunMetrics::new(1)];
+        let mut whole = RunMetrics::new(1);
+        for m in halves.iter_mut().chain([&mut whole]) {
+            m.latency_by_status = true;
+        }
+        let mut plain = RunMetrics::new(1);
+        for i in 0..3000u64 {
+            let status = [200, 404, 500][(i % 3) as usize];
+            let r = response(0, 0, 100 + i * 7 % 5000, status);
+            halves[usize::from(i.is_multiple_of(4))].record_response(&r);
+            whole.record_response(&r);
+            plain.record_response(&r);
+        }
+        let mut merged = RunMetrics::new(1);
+        for half in &halves {
+            merged.merge(half);
+        }
+        let tag = &merged.tags[0];
+        let statuses: Vec<u16> = tag.latency_by_status.iter().map(|(s, _)| *s).collect();
+        assert_eq!(statuses, [200, 404, 500]);
+        for (mine, theirs) in tag
+            .latency_by_status
+            .iter()
+            .zip(&whole.tags[0].latency_by_status)
+        {
+            let recorded = |h: &LatencyHistogram| h.recorded().collect::<Vec<_>>();
+            assert_eq!(recorded(&mine.1), recorded(&theirs.1));
+        }
+        let below_500 = tag.latency_where(|s| s < 500);
+        assert_eq!(below_500.count(), 2000);
+        let all: Vec<_> = tag.latency_where(|_| true).recorded().collect();
+        assert_eq!(all, tag.latency.recorded().collect::<Vec<_>>());
+        // Not asked for: nothing per status.
+        assert!(plain.tags[0].latency_by_status.is_empty());
     }
 
     #[test]

@@ -18,7 +18,9 @@ mod workload;
 mod workload_ops;
 
 pub use duration::{parse_duration, DurationError, DURATION_UNITS};
-pub use http_semantics::{Credentials, HttpDebug, Proxy, DEFAULT_MAX_REDIRECTS};
+pub use http_semantics::{
+    Credentials, HttpDebug, Proxy, DEFAULT_MAX_REDIRECTS, GO_CLIENT_MAX_REDIRECTS,
+};
 pub use protocol::{
     parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion,
     ResponseLimits, TlsOptions, TlsVersion,
@@ -26,22 +28,26 @@ pub use protocol::{
 pub use redact::{redact_url, Redaction, REDACTED, SENSITIVE_HEADERS};
 pub use segment::{Segment, SegmentError};
 pub use session::{
-    walk_steps, walk_steps_mut, Binding, Body, BodyCoding, Check, CompareOp, Condition, DataSource,
-    Extraction, Extractor, HeaderField, JsonTemplate, Method, RequestStep, Session, Step, Value,
-    Wait,
+    json_shape, walk_steps, walk_steps_mut, Binding, Body, BodyCoding, Check, CompareOp, Condition,
+    DataSource, Extraction, Extractor, HeaderField, JsonTemplate, JwtAlgorithm, JwtResign, Method,
+    RequestStep, Session, Step, Value, Wait,
 };
 pub use stages::{Piece, Stages};
 pub use target::{Scheme, Target, TargetError};
 pub use thresholds::{
     compare, is_metric_name, is_per_tag, metric_kind, parse_expression, parse_key,
-    threshold_problem, Aggregation, MetricDecl, MetricKind, MetricSample, MetricsSpec,
-    ResponseTiming, SampleInput, Threshold, ThresholdRule, BUILTIN_METRICS,
+    parse_key_filters, threshold_problem, Aggregation, MetricDecl, MetricKind, MetricSample,
+    MetricsSpec, ResponseTiming, SampleInput, StatusFilter, Threshold, ThresholdRule,
+    BUILTIN_METRICS,
 };
 pub use vus::{
     ArrivalPool, ConstantVus, PerVuIterations, RampingVus, RateStage, SharedIterations, VuStage,
     DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION,
 };
-pub use workload::{ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, Workload, WorkloadError};
+pub use workload::{
+    ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, RecordedArrival, RecordedArrivals,
+    Workload, WorkloadError,
+};
 pub use workload_ops::{OverrideError, VuOverride};
 
 use serde::{Deserialize, Serialize};
@@ -115,6 +121,11 @@ pub struct TestOptions {
     /// the response). Each hop is a request of its own, timed and counted like any other.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub max_redirects: u32,
+    /// A response that still redirects after `max_redirects` hops is an error
+    /// (`too_many_redirects`, as Go's client and so hey: "stopped after 10 redirects"), not
+    /// the response (k6, and `false`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub too_many_redirects_is_error: bool,
     /// Keep a cookie jar per client (RFC 6265): `Set-Cookie` is stored, `Cookie` sent back.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cookies: bool,
@@ -159,6 +170,7 @@ impl Default for TestOptions {
             limits: ResponseLimits::default(),
             stop_grace: None,
             max_redirects: 0,
+            too_many_redirects_is_error: false,
             cookies: false,
             basic_auth: None,
             proxy: None,
@@ -284,6 +296,15 @@ impl Plan {
             return Err(PlanError::ZeroTimeout);
         }
         self.workload.validate()?;
+        if let Workload::RecordedArrivals(recorded) = &self.workload {
+            if let Some(arrival) = recorded
+                .arrivals
+                .iter()
+                .find(|a| a.session >= self.sessions.len())
+            {
+                return Err(PlanError::UnknownSession(arrival.session));
+            }
+        }
         self.metrics.validate(&self.tags)?;
         Ok(())
     }
@@ -303,6 +324,8 @@ pub enum PlanError {
     UnknownDataSource { var: String, index: usize },
     #[error("request path `{0}` must start with `/`")]
     RelativePath(String),
+    #[error("a recorded arrival runs session #{0}, which the plan does not have")]
+    UnknownSession(usize),
     #[error("every session has weight 0, so none can ever be picked")]
     ZeroWeights,
     #[error("the request timeout must be greater than zero")]

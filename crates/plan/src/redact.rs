@@ -49,6 +49,14 @@ impl Redaction {
         }
         for session in &mut plan.sessions {
             walk_steps_mut(&mut session.steps, &mut |step| {
+                if let Step::Bind {
+                    binding: crate::Binding::Jwt(jwt),
+                    ..
+                } = step
+                {
+                    jwt.key = REDACTED.into();
+                    jwt.token = Value::text(REDACTED);
+                }
                 if let Step::Request(request) = step {
                     for header in &mut request.headers {
                         if self.is_sensitive(&header.name) {

@@ -103,6 +103,72 @@ pub enum Binding {
     RandomString { length: usize },
     /// A random (version 4) UUID.
     Uuid,
+    /// A JSON Web Token re-signed when the step runs: `iat` now, `nbf` and `exp` moved with
+    /// it, claims overridden, signed with the test's key (`barrage replay --jwt-*`,
+    /// `session.ds.generate("jwt", ...)`).
+    Jwt(Box<JwtResign>),
+    /// A recorded timestamp moved to the present: the time the step runs plus `offset_ms`
+    /// (the recorded timestamp's distance from the start of the recording), as an ISO 8601
+    /// UTC timestamp with `fraction_digits` (0, 3 or 6) digits of a second
+    /// (`barrage replay --shift-timestamps`).
+    ShiftedTime { offset_ms: i64, fraction_digits: u8 },
+}
+
+/// How a recorded JWT is made valid again, per client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JwtResign {
+    /// The token to re-sign: recorded text, or a per-client value (an extracted token).
+    pub token: Value,
+    pub algorithm: JwtAlgorithm,
+    /// The HMAC secret, or the PEM private key (RS256, ES256, EdDSA); read when the plan
+    /// was made, redacted from everything a run keeps.
+    pub key: String,
+    /// `exp` is `iat` plus this; none: the token's own lifetime (`exp - iat`, one hour when
+    /// it has no `iat`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::duration_ms::option"
+    )]
+    pub lifetime: Option<std::time::Duration>,
+    /// Claims set over the token's own, as JSON text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<(String, String)>,
+}
+
+/// The JWS algorithms barrage signs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JwtAlgorithm {
+    HS256,
+    HS384,
+    HS512,
+    RS256,
+    ES256,
+    EdDSA,
+}
+
+impl JwtAlgorithm {
+    pub const NAMES: &'static str = "HS256, HS384, HS512, RS256, ES256, EdDSA";
+
+    pub fn parse(name: &str) -> Option<JwtAlgorithm> {
+        Some(match name {
+            "HS256" => JwtAlgorithm::HS256,
+            "HS384" => JwtAlgorithm::HS384,
+            "HS512" => JwtAlgorithm::HS512,
+            "RS256" => JwtAlgorithm::RS256,
+            "ES256" => JwtAlgorithm::ES256,
+            "EdDSA" => JwtAlgorithm::EdDSA,
+            _ => return None,
+        })
+    }
+
+    /// Whether the key is a shared secret (else a PEM private key).
+    pub fn is_hmac(self) -> bool {
+        matches!(
+            self,
+            JwtAlgorithm::HS256 | JwtAlgorithm::HS384 | JwtAlgorithm::HS512
+        )
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -280,6 +346,49 @@ pub enum Extractor {
     /// of its result (of the first node, for a node set).
     #[serde(rename = "xpath")]
     XPath { expression: String },
+    /// The shape of the (decompressed) JSON body — its keys and the types of their values,
+    /// see [`json_shape`] — for comparing a replayed response with the recorded one.
+    JsonShape,
+}
+
+/// The shape of a JSON document as text: objects as their sorted keys with the shapes of
+/// their values, arrays as the shape of their first item, and `string`, `number`, `bool`,
+/// `null` for the rest (`{"id":1,"tags":["a"]}` → `{id:number,tags:[string]}`). Two
+/// responses of one API call have the same shape when only their values differ.
+pub fn json_shape(json: &serde_json::Value) -> String {
+    let mut out = String::new();
+    write_shape(json, &mut out);
+    out
+}
+
+fn write_shape(json: &serde_json::Value, out: &mut String) {
+    match json {
+        serde_json::Value::Null => out.push_str("null"),
+        serde_json::Value::Bool(_) => out.push_str("bool"),
+        serde_json::Value::Number(_) => out.push_str("number"),
+        serde_json::Value::String(_) => out.push_str("string"),
+        serde_json::Value::Array(items) => {
+            out.push('[');
+            if let Some(first) = items.first() {
+                write_shape(first, out);
+            }
+            out.push(']');
+        }
+        serde_json::Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(key);
+                out.push(':');
+                write_shape(&map[key], out);
+            }
+            out.push('}');
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -414,5 +523,24 @@ pub fn walk_steps_mut(steps: &mut [Step], visit: &mut impl FnMut(&mut Step)) {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_shapes_keep_keys_and_types_and_drop_values() {
+        let shape = |text: &str| json_shape(&serde_json::from_str(text).unwrap());
+        assert_eq!(
+            shape(r#"{"tags":["a","b"],"id":1,"ok":true,"n":null,"o":{"z":1.5,"a":"x"},"e":[]}"#),
+            "{e:[],id:number,n:null,o:{a:string,z:number},ok:bool,tags:[string]}"
+        );
+        assert_eq!(
+            shape(r#"{"id":2,"tags":["c"]}"#),
+            shape(r#"{"tags":["d"],"id":7}"#)
+        );
+        assert_ne!(shape(r#"{"id":"2"}"#), shape(r#"{"id":2}"#));
     }
 }

@@ -31,6 +31,45 @@ pub enum Workload {
     /// k6 `constant-arrival-rate` / `ramping-arrival-rate`: iterations start at a rate,
     /// served by a pool of VUs; those due while the pool is exhausted are dropped.
     ArrivalPool(ArrivalPool),
+    /// Replay of a recording: one client per arrival, at the recorded offset, running the
+    /// session the arrival names (`barrage replay`).
+    RecordedArrivals(RecordedArrivals),
+}
+
+/// Arrivals at fixed offsets, each running a named session once on its own connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedArrivals {
+    /// In order of their offsets.
+    pub arrivals: Vec<RecordedArrival>,
+    /// After the last arrival, how long running sessions may take to finish.
+    #[serde(with = "crate::duration_ms")]
+    pub grace_period: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RecordedArrival {
+    /// From the start of the run.
+    #[serde(with = "crate::duration_ms")]
+    pub offset: Duration,
+    /// Index into the plan's sessions.
+    pub session: usize,
+}
+
+impl RecordedArrivals {
+    /// When arrivals stop: just after the last one (so it is still inside the run).
+    pub fn arrivals_end(&self) -> Duration {
+        self.arrivals.last().map_or(Duration::ZERO, |a| a.offset) + Duration::from_millis(1)
+    }
+
+    fn validate(&self) -> Result<(), WorkloadError> {
+        if self.arrivals.is_empty() {
+            return Err(WorkloadError::NoArrivals);
+        }
+        if self.arrivals.windows(2).any(|w| w[1].offset < w[0].offset) {
+            return Err(WorkloadError::UnorderedArrivals);
+        }
+        Ok(())
+    }
 }
 
 /// One phase of an open workload: `rate` clients per second for `duration`, ramped linearly
@@ -120,6 +159,10 @@ pub enum WorkloadError {
     BadPhase { phase: usize, problem: String },
     #[error("an open workload needs at least one arrival phase")]
     NoPhases,
+    #[error("a recorded workload needs at least one arrival")]
+    NoArrivals,
+    #[error("recorded arrivals must be in order of their offsets")]
+    UnorderedArrivals,
     #[error("max clients must be at least 1")]
     NoClients,
     #[error("stage {stage}: {problem}")]
@@ -147,6 +190,7 @@ impl Workload {
                 (a.vus, a.duration, a.iterations)
             }
             Workload::OpenArrivals(open) => return open.validate(),
+            Workload::RecordedArrivals(recorded) => return recorded.validate(),
             Workload::ConstantVus(c) => (c.vus, Some(c.duration), None),
             Workload::RampingVus(r) => {
                 check_stages(r.stages.iter().map(|s| s.duration))?;
@@ -203,7 +247,7 @@ impl Workload {
         match self {
             Workload::ClosedVus(c) => Some(c.vus),
             Workload::ArrivalRate(a) => Some(a.vus),
-            Workload::OpenArrivals(_) => None,
+            Workload::OpenArrivals(_) | Workload::RecordedArrivals(_) => None,
             Workload::ConstantVus(c) => Some(c.vus),
             Workload::RampingVus(r) => Some(r.peak()),
             Workload::SharedIterations(s) => Some(s.vus),
@@ -219,6 +263,7 @@ impl Workload {
             Workload::ClosedVus(c) => c.duration,
             Workload::ArrivalRate(a) => a.duration,
             Workload::OpenArrivals(open) => Some(open.arrivals_end()),
+            Workload::RecordedArrivals(recorded) => Some(recorded.arrivals_end()),
             Workload::ConstantVus(c) => Some(c.duration),
             Workload::RampingVus(r) => Some(r.end()),
             Workload::SharedIterations(_) | Workload::PerVuIterations(_) => None,
@@ -232,6 +277,7 @@ impl Workload {
         match self {
             Workload::ClosedVus(_) | Workload::ArrivalRate(_) => Duration::ZERO,
             Workload::OpenArrivals(open) => open.grace_period,
+            Workload::RecordedArrivals(recorded) => recorded.grace_period,
             Workload::ConstantVus(c) => c.graceful_stop,
             Workload::RampingVus(r) => r.graceful_stop,
             Workload::SharedIterations(s) => s.graceful_stop,
@@ -245,6 +291,7 @@ impl Workload {
         let graceful = match self {
             Workload::ClosedVus(_) | Workload::ArrivalRate(_) => return,
             Workload::OpenArrivals(open) => &mut open.grace_period,
+            Workload::RecordedArrivals(recorded) => &mut recorded.grace_period,
             Workload::ConstantVus(c) => &mut c.graceful_stop,
             Workload::RampingVus(r) => &mut r.graceful_stop,
             Workload::SharedIterations(s) => &mut s.graceful_stop,

@@ -88,6 +88,12 @@ impl Workload {
                 open.phases = stages_to_phases(&phases_to_stages(&open.phases).scale(factor))
             }
             Workload::ArrivalRate(rate) => rate.rate_per_second *= factor,
+            // Twice the rate is the recording played twice as fast.
+            Workload::RecordedArrivals(recorded) => {
+                for arrival in &mut recorded.arrivals {
+                    arrival.offset = arrival.offset.div_f64(factor);
+                }
+            }
             Workload::ArrivalPool(pool) => {
                 pool.start_rate *= factor;
                 for stage in &mut pool.stages {
@@ -115,6 +121,9 @@ impl Workload {
         match self {
             Workload::OpenArrivals(open) => {
                 open.phases = stages_to_phases(&phases_to_stages(&open.phases).cap_at(limit))
+            }
+            Workload::RecordedArrivals(recorded) => {
+                recorded.arrivals.retain(|a| a.offset < limit);
             }
             Workload::ClosedVus(closed) => cap(&mut closed.duration),
             Workload::ArrivalRate(rate) => cap(&mut rate.duration),
@@ -160,13 +169,17 @@ impl Workload {
             return Ok(self.clone());
         }
         let graceful_stop = match self {
-            Workload::OpenArrivals(_) | Workload::ClosedVus(_) | Workload::ArrivalRate(_) => {
-                DEFAULT_GRACEFUL_STOP
-            }
+            Workload::OpenArrivals(_)
+            | Workload::RecordedArrivals(_)
+            | Workload::ClosedVus(_)
+            | Workload::ArrivalRate(_) => DEFAULT_GRACEFUL_STOP,
             other => other.graceful_stop(),
         };
         let plan_vus = match self {
-            Workload::OpenArrivals(_) | Workload::ArrivalPool(_) | Workload::ArrivalRate(_) => None,
+            Workload::OpenArrivals(_)
+            | Workload::RecordedArrivals(_)
+            | Workload::ArrivalPool(_)
+            | Workload::ArrivalRate(_) => None,
             other => other.vus(),
         };
         let vus = change.vus.or(plan_vus).unwrap_or(1);

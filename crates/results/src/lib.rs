@@ -198,6 +198,7 @@ const SELF_CHECK: [u8; 4] = *b"SELF";
 const ACTIVE: [u8; 4] = *b"ACTV";
 const EXTRA: [u8; 4] = *b"XMET";
 const INTERRUPTED: [u8; 4] = *b"INTR";
+const STATUS_LATENCY: [u8; 4] = *b"STLT";
 
 fn corrupt(section: &str, reason: impl std::fmt::Display) -> ResultsError {
     ResultsError::Corrupt {
@@ -220,6 +221,9 @@ impl ResultsFile {
                 metrics_codec::encode_interrupted(&self.metrics),
             ),
         ];
+        if let Some(by_status) = extra_codec::encode_status_latency(&self.metrics) {
+            sections.push((STATUS_LATENCY, by_status));
+        }
         if let Some(t) = &self.thresholds {
             sections.push((THRESHOLDS, json(t)));
         }
@@ -242,6 +246,7 @@ impl ResultsFile {
         let mut active_clients = None;
         let mut extra = None;
         let mut interrupted = None;
+        let mut status_latency = None;
         for section in container::read(data)? {
             match section.kind {
                 META => {
@@ -282,6 +287,7 @@ impl ResultsFile {
                 }
                 EXTRA => extra = Some(section.payload),
                 INTERRUPTED => interrupted = Some(section.payload),
+                STATUS_LATENCY => status_latency = Some(section.payload),
                 _ => {} // a later version's section: skipped
             }
         }
@@ -300,6 +306,10 @@ impl ResultsFile {
         metrics.sessions_per_second = sessions.sessions_per_second;
         if let Some(extra) = extra {
             extra_codec::decode_extra(extra, &mut metrics).map_err(|e| corrupt("XMET", e))?;
+        }
+        if let Some(by_status) = status_latency {
+            extra_codec::decode_status_latency(by_status, &mut metrics)
+                .map_err(|e| corrupt("STLT", e))?;
         }
         if meta.tags.len() != metrics.tags.len() {
             return Err(corrupt(

@@ -323,3 +323,34 @@ fn size_follows_seconds_and_tags_not_requests() {
     let per_tag_second = heavy / (60 * 2);
     assert!(per_tag_second < 4_000, "{per_tag_second} B per tag-second");
 }
+
+#[test]
+fn latency_per_status_reads_back_when_kept_and_is_absent_otherwise() {
+    let mut metrics = RunMetrics::new(2).with_checks([("ok", false)]);
+    metrics.latency_by_status = true;
+    for i in 0..5_000 {
+        record(&mut metrics, i, 1_000);
+    }
+    let mut file = sample(0, 1_000);
+    file.metrics = metrics;
+    let back = ResultsFile::from_bytes(&file.to_bytes()).unwrap();
+    assert!(back.metrics.latency_by_status);
+    for (mine, theirs) in back.metrics.tags.iter().zip(&file.metrics.tags) {
+        let statuses = |t: &barrage_metrics::TagMetrics| {
+            t.latency_by_status
+                .iter()
+                .map(|(s, h)| (*s, h.recorded().collect::<Vec<_>>()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(statuses(mine), statuses(theirs));
+        assert_eq!(mine.latency_by_status.len(), 2);
+    }
+    let plain = sample(2_000, 1_000);
+    let back = ResultsFile::from_bytes(&plain.to_bytes()).unwrap();
+    assert!(!back.metrics.latency_by_status);
+    assert!(back
+        .metrics
+        .tags
+        .iter()
+        .all(|t| t.latency_by_status.is_empty()));
+}

@@ -27,8 +27,12 @@ const TEST_OPTIONS: &[&str] = &[
     "seed",
     "maxBody",
     "maxResponseHeaders",
+    // barrage's own: a cookie jar per client, and redirects followed per request.
+    "cookies",
+    "maxRedirects",
     "cluster",
     "dumptraffic",
+    "exclude_tags",
 ];
 /// The largest integer a JavaScript number holds exactly.
 const MAX_SAFE: i64 = (1 << 53) - 1;
@@ -450,6 +454,8 @@ impl Definition {
                     }
                 }
                 "keepAlive" => options.keep_alive = a.bool(v, key)?,
+                "cookies" => options.cookies = a.bool(v, key)?,
+                "maxRedirects" => options.max_redirects = a.integer(v, key, 0, 100)? as u32,
                 "compression" => options.compression = a.bool(v, key)?,
                 "threads" => options.threads = Some(a.integer(v, key, 1, 4096)? as usize),
                 "maxBody" => {
@@ -472,6 +478,9 @@ impl Definition {
                     "{}: warning: {}: `{key}` is a StormForger cloud setting; barrage runs here and ignores it",
                     a.loc, a.what
                 )),
+                "exclude_tags" => {
+                    crate::request::warn_unknown_meaning(&mut self.warnings, a, "exclude_tags")
+                }
                 _ => options.seed = Some(a.integer(v, key, 0, MAX_SAFE)? as u64),
             }
         }

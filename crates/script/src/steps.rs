@@ -6,7 +6,10 @@ use crate::js::Call;
 use crate::jsval::{Args, JsVal};
 use crate::value::{self, parts, Part};
 use crate::ScriptError;
-use barrage_plan::{Binding, Check, CompareOp, Condition, Method, Step, Target, Value, Wait};
+use barrage_plan::{
+    Binding, Check, CompareOp, Condition, JwtAlgorithm, JwtResign, Method, Step, Target, Value,
+    Wait,
+};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
@@ -173,8 +176,22 @@ impl<'a> SessionBuilder<'a> {
         };
         let mut sequential = false;
         let none = JsVal::Undefined;
-        for (key, v) in a.options(call.args.get(1).unwrap_or(&none), &["sequential"])? {
-            sequential = a.bool(v, key)?;
+        let options = call.args.get(1).unwrap_or(&none);
+        // `sequential` is the one option with a public description; others StormForger
+        // may take are accepted with a warning naming them (see `warn_unknown_meaning`).
+        if let JsVal::Obj(fields) = options {
+            for (key, v) in fields.iter().filter(|(_, v)| *v != JsVal::Undefined) {
+                match key.as_str() {
+                    "sequential" => sequential = a.bool(v, key)?,
+                    other => crate::request::warn_unknown_meaning(
+                        &mut self.warnings,
+                        a,
+                        &format!("pickFrom option {other}"),
+                    ),
+                }
+            }
+        } else {
+            a.options(options, &["sequential"])?;
         }
         let source = self.sources[handle];
         Ok(self.bind(call, Binding::PickRow { source, sequential }))
@@ -228,14 +245,111 @@ impl<'a> SessionBuilder<'a> {
                 a.options(opts, &[])?;
                 Binding::Uuid
             }
+            "jwt" => self.jwt(opts, a)?,
             other => {
                 return Err(a.err(format_args!(
-                    "unknown generator `{other}` (known: random_number, random_string, uuid)"
+                    "unknown generator `{other}` (known: random_number, random_string, uuid, jwt)"
                 )))
             }
         };
         Ok(self.bind(call, binding))
     }
+}
+
+impl SessionBuilder<'_> {
+    /// `session.ds.generate("jwt", {token, algorithm, key | keyFile, lifetime, claims})`: the
+    /// token re-signed per client when the step runs (barrage's own generator).
+    fn jwt(&self, opts: &JsVal, a: &Args) -> Result<Binding, ScriptError> {
+        let keys = ["token", "algorithm", "key", "keyFile", "lifetime", "claims"];
+        let mut token = None;
+        let mut algorithm = None;
+        let mut key = None;
+        let mut lifetime = None;
+        let mut claims = Vec::new();
+        for (name, v) in a.options(opts, &keys)? {
+            match name.as_str() {
+                "token" => token = Some(crate::value::value(v, a, "token")?),
+                "algorithm" => {
+                    let text = a.string(v, "algorithm")?;
+                    algorithm = Some(JwtAlgorithm::parse(text).ok_or_else(|| {
+                        a.err(format_args!(
+                            "`algorithm` must be one of {}, got \"{text}\"",
+                            JwtAlgorithm::NAMES
+                        ))
+                    })?);
+                }
+                "key" => key = Some(a.string(v, "key")?.to_string()),
+                "keyFile" => {
+                    let file = a.string(v, "keyFile")?;
+                    let bytes = crate::data::read_raw(file, self.base_dir).map_err(|e| a.err(e))?;
+                    let text = String::from_utf8(bytes).map_err(|_| {
+                        a.err(format_args!(
+                            "`keyFile` {file} is not text (a secret or a PEM key)"
+                        ))
+                    })?;
+                    key = Some(text);
+                }
+                "lifetime" => lifetime = Some(a.duration(v, "lifetime")?),
+                _ => {
+                    for (claim, value) in a.map(v, "claims")? {
+                        claims.push((claim.clone(), claim_json(value, a, claim)?));
+                    }
+                }
+            }
+        }
+        let algorithm = algorithm.ok_or_else(|| a.err("jwt needs an `algorithm`"))?;
+        let mut key = key.ok_or_else(|| a.err("jwt needs a `key` or a `keyFile`"))?;
+        if algorithm.is_hmac() {
+            key.truncate(key.trim_end_matches(['\r', '\n']).len());
+        }
+        Ok(Binding::Jwt(Box::new(JwtResign {
+            token: token.ok_or_else(|| a.err("jwt needs the `token` to re-sign"))?,
+            algorithm,
+            key,
+            lifetime,
+            claims,
+        })))
+    }
+}
+
+/// A claim's value as JSON text (fixed values only: claims are the same for every client).
+fn claim_json(v: &JsVal, a: &Args, name: &str) -> Result<String, ScriptError> {
+    fn json(v: &JsVal) -> Option<String> {
+        Some(match v {
+            JsVal::Null => "null".into(),
+            JsVal::Bool(b) => b.to_string(),
+            JsVal::Num(n) => crate::jsval::fmt_num(*n),
+            JsVal::Str(s) if !crate::value::has_marker(s) => {
+                serde_json::Value::from(s.as_str()).to_string()
+            }
+            JsVal::Arr(items) => format!(
+                "[{}]",
+                items
+                    .iter()
+                    .map(json)
+                    .collect::<Option<Vec<_>>>()?
+                    .join(",")
+            ),
+            JsVal::Obj(fields) => format!(
+                "{{{}}}",
+                fields
+                    .iter()
+                    .map(|(k, v)| Some(format!(
+                        "{}:{}",
+                        serde_json::Value::from(k.as_str()),
+                        json(v)?
+                    )))
+                    .collect::<Option<Vec<_>>>()?
+                    .join(",")
+            ),
+            _ => return None,
+        })
+    }
+    json(v).ok_or_else(|| {
+        a.err(format_args!(
+            "claim `{name}` must be fixed JSON (text, number, boolean, null, array or object)"
+        ))
+    })
 }
 
 /// `value, op, expected`.

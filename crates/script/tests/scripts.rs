@@ -646,3 +646,71 @@ fn a_wait_takes_a_per_client_value() {
     let e = error(&in_session("  session.wait('soon');"));
     assert!(e.contains("`seconds`"), "{e}");
 }
+
+#[test]
+fn jwt_generator_binds_a_token_resigned_per_client() {
+    let source = format!(
+        "{HEAD}definition.setTestOptions({{ cookies: true, maxRedirects: 3 }});\n\
+         definition.session('s', function (session) {{\n\
+           session.get('/login', {{ extraction: {{ jsonpath: {{ token: '$.token' }} }} }});\n\
+           var fresh = session.ds.generate('jwt', {{ token: session.getVar('token'), algorithm: 'HS512',\n\
+             key: 'secret\\n', lifetime: 90, claims: {{ role: 'admin', level: 3, tags: ['a'] }} }});\n\
+           session.get('/me', {{ headers: {{ Authorization: 'Bearer ' + fresh }} }});\n\
+         }});"
+    );
+    let plan = compile_source(&source, "jwt.js", &fixtures()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(plan.options.cookies);
+    assert_eq!(plan.options.max_redirects, 3);
+    let Step::Bind {
+        binding: Binding::Jwt(jwt),
+        ..
+    } = &plan.sessions[0].steps[1]
+    else {
+        panic!("{:?}", plan.sessions[0].steps)
+    };
+    assert_eq!(jwt.algorithm, barrage_plan::JwtAlgorithm::HS512);
+    assert_eq!(
+        jwt.key, "secret",
+        "the secret's trailing newline is not part of it"
+    );
+    assert_eq!(
+        jwt.token,
+        Value::Var {
+            name: "token".into()
+        }
+    );
+    assert_eq!(jwt.lifetime, Some(Duration::from_secs(90)));
+    assert_eq!(
+        jwt.claims,
+        [
+            ("role".to_string(), "\"admin\"".to_string()),
+            ("level".to_string(), "3".to_string()),
+            ("tags".to_string(), "[\"a\"]".to_string()),
+        ]
+    );
+    for (options, message) in [
+        (
+            "{ token: 'x', algorithm: 'none', key: 'k' }",
+            "`algorithm` must be one of",
+        ),
+        (
+            "{ token: 'x', algorithm: 'HS256' }",
+            "needs a `key` or a `keyFile`",
+        ),
+        (
+            "{ token: 'x', algorithm: 'RS256', keyFile: 'nope.pem' }",
+            "nope.pem",
+        ),
+    ] {
+        let source = format!(
+            "{HEAD}definition.session('s', function (session) {{\n  session.ds.generate('jwt', {options});\n  session.get('/');\n}});"
+        );
+        let error = compile_source(&source, "bad.js", &fixtures())
+            .unwrap_err()
+            .to_string();
+        // The line of the generate call.
+        let line = HEAD.matches('\n').count() + 2;
+        assert!(error.starts_with(&format!("bad.js:{line}:")), "{error}");
+        assert!(error.contains(message), "{error}");
+    }
+}

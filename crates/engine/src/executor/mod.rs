@@ -9,6 +9,7 @@ mod closed;
 mod open;
 mod per_vu_iterations;
 mod ramping_vus;
+mod recorded;
 mod vu;
 
 use crate::worker::Worker;
@@ -20,6 +21,7 @@ pub(crate) use arrival_pool::PoolShare;
 pub(crate) use arrival_rate::SlotSchedule;
 pub(crate) use open::ArrivalShare;
 pub(crate) use ramping_vus::RampShare;
+pub(crate) use recorded::RecordedShare;
 
 /// One worker's share of the workload.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +38,8 @@ pub(crate) enum Assignment {
     PerVuIterations { vus: u64, iterations: u64 },
     /// This worker's iterations of an arrival-rate schedule, served by its part of the pool.
     ArrivalPool(PoolShare),
+    /// This worker's recorded arrivals, each a fresh client running its named session.
+    Recorded(RecordedShare),
 }
 
 /// A worker's share: what it runs and how many iterations it may start (count-bounded runs).
@@ -79,11 +83,29 @@ pub(crate) fn assign(workload: &Workload, threads: usize, segment: Segment) -> V
     let clients = match workload {
         Workload::OpenArrivals(open) => open.max_clients.map_or(u64::MAX, |m| segment.share(m)),
         Workload::ArrivalPool(pool) => segment.share(pool.max_vus),
+        Workload::RecordedArrivals(recorded) => segment.share(recorded.arrivals.len() as u64),
         other => segment.share(other.vus().unwrap_or(1)),
     };
     let workers = (threads.max(1) as u64).min(clients.max(1)) as usize;
     let stripe = |i: usize| segment.stripe(i as u64, workers as u64);
     match workload {
+        Workload::RecordedArrivals(recorded) => {
+            let mine: Vec<_> = recorded
+                .arrivals
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| *k as u64 % segment.count == segment.index)
+                .map(|(_, a)| *a)
+                .collect();
+            (0..workers)
+                .map(|i| Share {
+                    assignment: Assignment::Recorded(RecordedShare {
+                        arrivals: mine.iter().skip(i).step_by(workers).copied().collect(),
+                    }),
+                    iterations: None,
+                })
+                .collect()
+        }
         Workload::OpenArrivals(open) => {
             let max_per_worker = open
                 .max_clients
@@ -224,6 +246,7 @@ pub(crate) async fn drive(worker: Rc<Worker>, assignment: Assignment) {
             per_vu_iterations::drive(worker, vus, iterations).await
         }
         Assignment::ArrivalPool(share) => arrival_pool::drive(worker, share).await,
+        Assignment::Recorded(share) => recorded::drive(worker, share).await,
     }
 }
 
@@ -284,6 +307,35 @@ mod tests {
             .collect();
         assert_eq!(slots, vec![(0, 2), (1, 2)]);
         assert_eq!(slot_offset(50, 100.0), Duration::from_millis(500));
+    }
+
+    #[test]
+    fn recorded_arrivals_are_dealt_to_exactly_one_worker_of_one_segment() {
+        let arrivals: Vec<barrage_plan::RecordedArrival> = (0..11)
+            .map(|k| barrage_plan::RecordedArrival {
+                offset: Duration::from_millis(k * 10),
+                session: (k % 2) as usize,
+            })
+            .collect();
+        let w = Workload::RecordedArrivals(barrage_plan::RecordedArrivals {
+            arrivals: arrivals.clone(),
+            grace_period: Duration::ZERO,
+        });
+        let mut dealt = Vec::new();
+        for segment in segments(3) {
+            for share in assign(&w, 2, segment) {
+                let Assignment::Recorded(share) = share.assignment else {
+                    panic!("{share:?}")
+                };
+                assert!(share
+                    .arrivals
+                    .windows(2)
+                    .all(|p| p[0].offset <= p[1].offset));
+                dealt.extend(share.arrivals);
+            }
+        }
+        dealt.sort_by_key(|a| a.offset);
+        assert_eq!(dealt, arrivals);
     }
 
     fn segments(count: u64) -> impl Iterator<Item = Segment> {

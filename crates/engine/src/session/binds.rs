@@ -19,6 +19,8 @@ use std::time::Duration;
 pub(crate) struct CompiledBind {
     pub var: VarId,
     pub binding: Binding,
+    /// The compiled form of a `jwt` binding (its key parsed, its token a value).
+    pub jwt: Option<Box<super::jwt::CompiledJwt>>,
 }
 
 /// One worker's sequential-pick cursors, one per data source.
@@ -55,7 +57,20 @@ impl CompiledBind {
             }
             ref other => other.clone(),
         };
-        Self { var, binding }
+        Self {
+            var,
+            binding,
+            jwt: None,
+        }
+    }
+
+    /// A `jwt` binding, compiled.
+    pub(crate) fn jwt(var: VarId, binding: &Binding, jwt: super::jwt::CompiledJwt) -> Self {
+        Self {
+            var,
+            binding: binding.clone(),
+            jwt: Some(Box::new(jwt)),
+        }
     }
 
     /// Binds the variable for one client. A pick from an empty source leaves it unset.
@@ -86,8 +101,65 @@ impl CompiledBind {
                 text.extend((0..length).map(|_| char::from(rng.sample(Alphanumeric))));
             }
             Binding::Uuid => write_uuid_v4(rng.gen(), state.set_text(self.var)),
+            Binding::ShiftedTime {
+                offset_ms,
+                fraction_digits,
+            } => {
+                let now_ms = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as i64);
+                write_utc(
+                    now_ms + offset_ms,
+                    fraction_digits,
+                    state.set_text(self.var),
+                );
+            }
+            Binding::Jwt(_) => {
+                let Some(jwt) = &self.jwt else {
+                    return;
+                };
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                let token = jwt.token_for(super::values::Eval { state, data }, now);
+                state.set_text(self.var).push_str(&token);
+            }
         }
     }
+}
+
+/// Writes `unix_ms` as an ISO 8601 UTC timestamp (`2026-11-24T00:49:34.123Z`) with 0, 3 or 6
+/// digits of a second (civil date from days: Howard Hinnant's algorithm).
+pub(crate) fn write_utc(unix_ms: i64, fraction_digits: u8, out: &mut String) {
+    let days = unix_ms.div_euclid(86_400_000);
+    let ms_of_day = unix_ms.rem_euclid(86_400_000);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let seconds = ms_of_day / 1000;
+    let _ = write!(
+        out,
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60
+    );
+    match fraction_digits {
+        0 => {}
+        6 => {
+            let _ = write!(out, ".{:03}000", ms_of_day % 1000);
+        }
+        _ => {
+            let _ = write!(out, ".{:03}", ms_of_day % 1000);
+        }
+    }
+    out.push('Z');
 }
 
 /// Formats 16 random bytes as a version 4 (random) UUID, `8-4-4-4-12` lowercase hex.
@@ -149,6 +221,21 @@ impl WaitSpec {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    #[test]
+    fn utc_timestamps_are_written_like_iso_8601() {
+        let cases = [
+            (0, 0, "1970-01-01T00:00:00Z"),
+            (951_782_400_123, 3, "2000-02-29T00:00:00.123Z"),
+            (1_795_480_174_005, 6, "2026-11-24T00:29:34.005000Z"),
+            (-1, 3, "1969-12-31T23:59:59.999Z"),
+        ];
+        for (ms, digits, text) in cases {
+            let mut out = String::new();
+            write_utc(ms, digits, &mut out);
+            assert_eq!(out, text);
+        }
+    }
 
     fn rng() -> rand::rngs::SmallRng {
         rand::rngs::SmallRng::seed_from_u64(3)

@@ -21,6 +21,8 @@ enum Source {
     /// Checked at compile time; built per response, as sxd-xpath's compiled form cannot be
     /// shared between worker threads (the XML parse costs far more anyway).
     XPath(String),
+    /// The body's [`barrage_plan::json_shape`].
+    JsonShape,
 }
 
 /// Compiles an XPath 1.0 expression, or says why it is not one.
@@ -94,6 +96,10 @@ impl Extractions {
                     })?;
                     Source::XPath(expression.clone())
                 }
+                Extractor::JsonShape => {
+                    out.body = true;
+                    Source::JsonShape
+                }
             };
             out.items.push((scope.var(&extraction.var), source));
         }
@@ -134,6 +140,16 @@ impl Extractions {
                 Source::XPath(expression) => body
                     .and_then(|body| xpath_value(expression, body))
                     .map(|found| state.set_text(*var).push_str(&found)),
+                Source::JsonShape => {
+                    let document = json.get_or_insert_with(|| {
+                        body.and_then(|body| serde_json::from_slice(body).ok())
+                    });
+                    document.as_ref().map(|document| {
+                        state
+                            .set_text(*var)
+                            .push_str(&barrage_plan::json_shape(document))
+                    })
+                }
                 Source::JsonPath(path) => {
                     let document = json.get_or_insert_with(|| {
                         body.and_then(|body| serde_json::from_slice(body).ok())

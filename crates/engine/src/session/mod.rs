@@ -9,6 +9,7 @@ pub(crate) mod checks;
 pub(crate) mod compress;
 pub(crate) mod custom;
 pub(crate) mod extract;
+pub(crate) mod jwt;
 pub(crate) mod program;
 pub(crate) mod request;
 pub(crate) mod state;
@@ -77,6 +78,8 @@ pub enum SessionProblem {
     SpinningForEver,
     #[error("adds to `{0}`, which the plan does not declare as a custom metric")]
     UnknownMetric(String),
+    #[error("jwt: {0}")]
+    Jwt(String),
 }
 
 /// A worker's scratch buffers for the synchronous parts of running sessions (building

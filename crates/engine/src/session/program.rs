@@ -228,17 +228,34 @@ impl Compiler<'_, '_> {
                 }
                 Step::Check(check) => {
                     let condition = self.condition(&check.condition)?;
+                    // Checks of one name (and kind) count together, as k6 counts them: a
+                    // replay's "GET /x: status 200 as recorded" adds up over its requests.
+                    let key = (check.name.clone(), check.fatal);
+                    let metric = match self.plan_checks.iter().position(|c| *c == key) {
+                        Some(metric) => metric,
+                        None => {
+                            self.plan_checks.push(key);
+                            self.plan_checks.len() - 1
+                        }
+                    };
                     self.out.checks.push(CompiledCheck {
                         condition,
-                        metric: self.plan_checks.len(),
+                        metric,
                         fatal: check.fatal,
                     });
-                    self.plan_checks.push((check.name.clone(), check.fatal));
                     self.emit(Instr::Check((self.out.checks.len() - 1) as u32));
                 }
                 Step::Bind { var, binding } => {
                     let var = self.scope.var(var);
-                    self.out.binds.push(CompiledBind::new(var, binding));
+                    let bind = match binding {
+                        barrage_plan::Binding::Jwt(resign) => CompiledBind::jwt(
+                            var,
+                            binding,
+                            super::jwt::CompiledJwt::compile(resign, &mut self.scope)?,
+                        ),
+                        other => CompiledBind::new(var, other),
+                    };
+                    self.out.binds.push(bind);
                     self.emit(Instr::Bind((self.out.binds.len() - 1) as u32));
                 }
                 Step::Times { count, steps } => {

@@ -1,0 +1,510 @@
+//! `barrage convert har` and `barrage replay` end to end against the bundled target: recorded
+//! flows converted into scripts that run, replay with and without correlation, recorded
+//! arrival offsets kept, and bad recordings refused with one line and exit 2.
+
+use crate::support::*;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn fixture(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../har/tests/fixtures")
+        .join(name);
+    path.to_str().unwrap().to_string()
+}
+
+fn summary(path: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Replays `har` against `target` (its recorded host mapped there); the summary.
+fn replay(target: &Target, har: &str, host: &str, extra: &[&str]) -> Value {
+    let json = scratch_file("replay-summary.json", b"");
+    let map = format!("{host}=http://{}", target.addr);
+    let mut args = vec![
+        "replay",
+        har,
+        "--map-host",
+        &map,
+        "--json",
+        json.to_str().unwrap(),
+        "--no-results",
+    ];
+    args.extend_from_slice(extra);
+    barrage(&args, LIMIT).expect_success();
+    summary(&json)
+}
+
+#[test]
+fn token_then_pings_replayed_with_correlation_each_ping_carries_a_fresh_token() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = fixture("token_pings.har");
+    // Three rounds, each its own client: every round's pings carry the token it was issued.
+    let s = replay(
+        &target,
+        &har,
+        "api.recorded.test",
+        &["--loop", "3", "--speed", "4"],
+    );
+    assert_eq!(u(&s["status_codes"], "200"), 12, "{s:#}");
+    assert!(s["status_codes"].get("401").is_none(), "{s:#}");
+    assert_eq!(u(tag(&s, "GET /ping"), "requests"), 9);
+    // Every response compared with the recorded one, per tag: all as recorded.
+    assert_eq!(check(&s, "GET /ping: status 200 as recorded"), (9, 0));
+    assert_eq!(
+        check(&s, "GET /ping: content type application/json as recorded"),
+        (9, 0)
+    );
+    // Without correlation the recorded token goes out, which this target never issued.
+    let s = replay(&target, &har, "api.recorded.test", &["--no-correlate"]);
+    assert_eq!(u(&s["status_codes"], "401"), 3, "{s:#}");
+    assert_eq!(u(&s["status_codes"], "200"), 1, "{s:#}");
+    assert_eq!(check(&s, "GET /ping: status 200 as recorded"), (0, 3));
+    assert_eq!(
+        check(&s, "GET /random/get_token: status 200 as recorded"),
+        (1, 0)
+    );
+    assert_eq!(
+        check(&s, "GET /random/get_token: JSON shape as recorded"),
+        (1, 0)
+    );
+    // {"ok":false} has the shape of the recorded {"ok":true}: only the status differs.
+    assert_eq!(check(&s, "GET /ping: JSON shape as recorded"), (3, 0));
+
+    // The login flow against the target's echo: same statuses mostly, other JSON shapes.
+    let s = replay(
+        &target,
+        &fixture("login_flow.har"),
+        "shop.recorded.test",
+        &["--speed", "20"],
+    );
+    assert_eq!(
+        check(&s, "POST /anything/api/login: JSON shape as recorded"),
+        (0, 1)
+    );
+    assert_eq!(
+        check(&s, "POST /anything/api/orders: status 201 as recorded"),
+        (0, 1)
+    );
+    assert_eq!(
+        check(&s, "GET /redirect-to: status 302 as recorded"),
+        (1, 0)
+    );
+}
+
+/// (passed, failed) of the check called `name`.
+fn check(summary: &Value, name: &str) -> (u64, u64) {
+    let check = summary["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name} in {summary:#}"));
+    (u(check, "passed"), u(check, "failed"))
+}
+
+#[test]
+fn a_mitmproxy_recording_replays_with_correlation_and_fails_without() {
+    // Recorded by mitmproxy 11.0.2 (`mitmdump --set hardump=...`) from curl through the
+    // proxy to the bundled target: a token, three pings with it, a JSON POST.
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = fixture("mitmproxy_token_pings.har");
+    let s = replay(&target, &har, "127.0.0.1:34489", &["--speed", "4"]);
+    assert_eq!(
+        check(&s, "GET /ping: status 200 as recorded"),
+        (3, 0),
+        "{s:#}"
+    );
+    assert_eq!(u(&s["status_codes"], "200"), 5, "{s:#}");
+    let s = replay(
+        &target,
+        &har,
+        "127.0.0.1:34489",
+        &["--speed", "4", "--no-correlate"],
+    );
+    assert_eq!(u(&s["status_codes"], "401"), 3, "{s:#}");
+}
+
+#[test]
+fn converted_recordings_plan_and_run_as_they_are() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let url = format!("http://{}", target.addr);
+    for (name, extra) in [
+        ("token_pings", &[][..]),
+        ("mitmproxy_token_pings", &[][..]),
+        ("login_flow", &[][..]),
+        (
+            "browser_page_load",
+            &["--skip-host", "www.google-analytics.com"][..],
+        ),
+    ] {
+        let script = scratch_file(&format!("{name}.js"), b"");
+        let mut args = vec!["convert", "har"];
+        let har = fixture(&format!("{name}.har"));
+        args.push(&har);
+        args.extend_from_slice(&["-o", script.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        let out = barrage(&args, LIMIT);
+        out.expect_success();
+        assert!(out.stdout.starts_with("wrote "), "{}", out.stdout);
+        let json = scratch_file(&format!("{name}-summary.json"), b"");
+        let run = barrage(
+            &[
+                "run",
+                script.to_str().unwrap(),
+                "--target",
+                &url,
+                "--duration-limit",
+                "2s",
+                "--json",
+                json.to_str().unwrap(),
+                "--no-results",
+            ],
+            LIMIT,
+        );
+        run.expect_success();
+        let s = summary(&json);
+        assert!(u(&s["status_codes"], "200") > 0, "{name}: {s:#}");
+        if name.ends_with("token_pings") {
+            assert!(s["status_codes"].get("401").is_none(), "{name}: {s:#}");
+        }
+        if name == "browser_page_load" {
+            assert!(u(tag(&s, "static css"), "requests") > 0, "{s:#}");
+        }
+    }
+}
+
+/// A recording of four page views, 300 ms apart, each one request.
+fn paced_recording() -> PathBuf {
+    let entries: Vec<String> = (0..4)
+        .map(|i| {
+            format!(
+                r#"{{"pageref":"p{i}","startedDateTime":"2026-11-20T09:00:0{}.{:03}Z","time":3,
+                "request":{{"method":"GET","url":"http://paced.recorded.test/anything/page/{}","headers":[]}},
+                "response":{{"status":200,"content":{{"mimeType":"application/json"}}}}}}"#,
+                (i * 300) / 1000,
+                (i * 300) % 1000,
+                ["a", "b", "c", "d"][i]
+            )
+        })
+        .collect();
+    let pages: Vec<String> = (0..4)
+        .map(|i| {
+            format!(
+                r#"{{"id":"p{i}","title":"page {i}","startedDateTime":"2026-11-20T09:00:00Z"}}"#
+            )
+        })
+        .collect();
+    let har = format!(
+        r#"{{"log":{{"version":"1.2","creator":{{"name":"test","version":"1"}},"pages":[{}],"entries":[{}]}}}}"#,
+        pages.join(","),
+        entries.join(",")
+    );
+    scratch_file("paced.har", har.as_bytes())
+}
+
+#[test]
+fn replay_at_speed_1_keeps_the_recorded_arrival_offsets() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = paced_recording();
+    for (speed, gap_ms) in [("1", 300.0), ("2", 150.0)] {
+        let samples = scratch_file("paced-samples.ndjson", b"");
+        let spec = format!("samples={}:1", samples.display());
+        let s = replay(
+            &target,
+            har.to_str().unwrap(),
+            "paced.recorded.test",
+            &["--speed", speed, "--out", &spec],
+        );
+        assert_eq!(u(&s["status_codes"], "200"), 4, "{s:#}");
+        let lag_ms = f(&s["self_check"]["scheduler_lag"], "max_us") / 1000.0;
+        let mut starts: Vec<(u64, f64)> = std::fs::read_to_string(&samples)
+            .unwrap()
+            .lines()
+            .map(|line| {
+                let v: Value = serde_json::from_str(line).unwrap();
+                let phases = ["connecting_ms", "sending_ms", "waiting_ms", "receiving_ms"]
+                    .iter()
+                    .map(|k| f(&v, k))
+                    .sum::<f64>();
+                let page = v["tag"].as_str().unwrap().rsplit('/').next().unwrap();
+                let index = ["a", "b", "c", "d"]
+                    .iter()
+                    .position(|p| *p == page)
+                    .unwrap();
+                (index as u64, f(&v, "t_ms") - phases)
+            })
+            .collect();
+        starts.sort_by_key(|(page, _)| *page);
+        assert_eq!(starts.len(), 4, "{starts:?}");
+        for (page, start) in starts {
+            let planned = page as f64 * gap_ms;
+            // Never early; late by no more than the scheduler's own measured lag plus the
+            // time from the arrival's wake-up to the first byte written (the client task is
+            // spawned then, and on a shared machine its thread may wait for a CPU): 30 ms,
+            // well under the 150 ms that tells speed 2 from speed 1.
+            assert!(
+                start >= planned - 1.0 && start <= planned + lag_ms + 30.0,
+                "speed {speed}: page {page} sent at {start:.1} ms, recorded {planned} ms, lag {lag_ms} ms"
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_recordings_are_one_line_and_exit_2() {
+    let not_json = scratch_file(
+        "broken.har",
+        b"{\"log\": {\"version\": \"1.2\",\n \"entries\": [}",
+    );
+    let out = barrage(&["replay", not_json.to_str().unwrap()], LIMIT);
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("broken.har:2:"), "{}", out.stderr);
+    assert!(out.stderr.contains("not valid JSON"), "{}", out.stderr);
+
+    let har = fixture("token_pings.har");
+    let out = barrage(&["replay", &har], LIMIT);
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("log.entries[0].request.url: host `api.recorded.test:8080` is not mapped"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+
+    let missing = scratch_file(
+        "missing.har",
+        br#"{"log":{"version":"1.2","entries":[{"startedDateTime":"2026-01-01T00:00:00Z","request":{"url":"http://a/"},"response":{"status":200}}]}}"#,
+    );
+    let out = barrage(
+        &[
+            "convert",
+            "har",
+            missing.to_str().unwrap(),
+            "-o",
+            "/dev/null",
+        ],
+        LIMIT,
+    );
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("log.entries[0].request: missing field `method`"),
+        "{}",
+        out.stderr
+    );
+
+    let out = barrage(
+        &["replay", &har, "--map-host", "nothing", "--speed", "0"],
+        LIMIT,
+    );
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+}
+
+/// The bearer token the bundled target's `/headers` echoed back (seen with `--http-debug`).
+fn echoed_token(stderr: &str) -> String {
+    let start = stderr
+        .find("\"Authorization\":\"Bearer ")
+        .unwrap_or_else(|| panic!("no echoed token in:\n{stderr}"))
+        + "\"Authorization\":\"Bearer ".len();
+    let end = stderr[start..].find('"').unwrap() + start;
+    stderr[start..end].to_string()
+}
+
+fn run_tool(program: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program} is needed by this test (.ci/run installs it): {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Replays the JWT fixture with `--jwt-alg ALG --jwt-key KEY` (and a claim and a lifetime);
+/// the token the target received.
+fn replayed_token(target: &Target, alg: &str, key: &std::path::Path) -> String {
+    let map = format!("api.recorded.test=http://{}", target.addr);
+    let har = fixture("jwt_api.har");
+    let out = barrage(
+        &[
+            "replay",
+            &har,
+            "--map-host",
+            &map,
+            "--jwt-alg",
+            alg,
+            "--jwt-key",
+            key.to_str().unwrap(),
+            "--jwt-claim",
+            "role=admin",
+            "--jwt-lifetime",
+            "10m",
+            "--http-debug=full",
+            "--no-results",
+        ],
+        LIMIT,
+    );
+    out.expect_success();
+    // Never the recorded token, and the debug output does not show the header itself.
+    assert!(
+        !out.stderr.contains("cmVjb3JkZWQtc2lnbmF0dXJl"),
+        "{}",
+        out.stderr
+    );
+    echoed_token(&out.stderr)
+}
+
+fn check_claims(claims: &Value) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let iat = claims["iat"].as_i64().unwrap();
+    assert!((iat - now).abs() < 120, "{claims}");
+    assert_eq!(claims["nbf"].as_i64(), Some(iat), "{claims}");
+    assert_eq!(claims["exp"].as_i64(), Some(iat + 600), "{claims}");
+    assert_eq!(claims["sub"], "4711");
+    assert_eq!(claims["scope"], "orders");
+    assert_eq!(claims["role"], "admin");
+}
+
+#[test]
+fn replayed_jwts_are_resigned_and_verify_with_independent_implementations() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    // HS256, checked by Python's standard library.
+    let secret = scratch_file("jwt-secret.txt", b"replay-secret\n");
+    let token = replayed_token(&target, "HS256", &secret);
+    let verify = r#"
+import base64, hashlib, hmac, json, sys
+token, secret = sys.argv[1], open(sys.argv[2], 'rb').read().rstrip(b'\n')
+head, body, sig = token.split('.')
+pad = lambda s: s + '=' * (-len(s) % 4)
+expected = base64.urlsafe_b64encode(hmac.new(secret, (head + '.' + body).encode(), hashlib.sha256).digest()).rstrip(b'=').decode()
+assert hmac.compare_digest(expected, sig), 'bad signature'
+header = json.loads(base64.urlsafe_b64decode(pad(head)))
+assert header['alg'] == 'HS256' and header['kid'] == 'rec-1', header
+print(base64.urlsafe_b64decode(pad(body)).decode())
+"#;
+    let claims: Value = serde_json::from_str(&run_tool(
+        "python3",
+        &["-c", verify, &token, secret.to_str().unwrap()],
+    ))
+    .unwrap();
+    check_claims(&claims);
+
+    // EdDSA with a key OpenSSL made, and OpenSSL verifying the signature.
+    let key = scratch_file("jwt-ed25519.pem", b"");
+    let public = scratch_file("jwt-ed25519.pub.pem", b"");
+    run_tool(
+        "openssl",
+        &[
+            "genpkey",
+            "-algorithm",
+            "ed25519",
+            "-out",
+            key.to_str().unwrap(),
+        ],
+    );
+    run_tool(
+        "openssl",
+        &[
+            "pkey",
+            "-in",
+            key.to_str().unwrap(),
+            "-pubout",
+            "-out",
+            public.to_str().unwrap(),
+        ],
+    );
+    let token = replayed_token(&target, "EdDSA", &key);
+    let (signed, signature) = token.rsplit_once('.').unwrap();
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let message = scratch_file("jwt-message", signed.as_bytes());
+    let sig = scratch_file("jwt-signature", &b64.decode(signature).unwrap());
+    let verified = run_tool(
+        "openssl",
+        &[
+            "pkeyutl",
+            "-verify",
+            "-pubin",
+            "-inkey",
+            public.to_str().unwrap(),
+            "-rawin",
+            "-in",
+            message.to_str().unwrap(),
+            "-sigfile",
+            sig.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        verified.contains("Signature Verified Successfully"),
+        "{verified}"
+    );
+    let body = signed.split('.').nth(1).unwrap();
+    check_claims(&serde_json::from_slice(&b64.decode(body).unwrap()).unwrap());
+}
+
+#[test]
+fn shifted_timestamps_are_sent_relative_to_the_present() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = scratch_file(
+        "timestamps.har",
+        br#"{"log":{"version":"1.2","creator":{"name":"test","version":"1"},"entries":[
+        {"startedDateTime":"2025-01-01T12:00:00.000Z","time":2,
+         "request":{"method":"POST","url":"http://ts.recorded.test/anything/report",
+           "headers":[{"name":"Content-Type","value":"application/json"}],
+           "postData":{"mimeType":"application/json","text":"{\"from\":\"2024-12-31T12:00:00.000Z\",\"until\":\"2025-01-01T12:00:05Z\"}"}},
+         "response":{"status":200,"content":{"mimeType":"application/json","text":"{}"}}}]}}"#,
+    );
+    let map = format!("ts.recorded.test=http://{}", target.addr);
+    let out = barrage(
+        &[
+            "replay",
+            har.to_str().unwrap(),
+            "--map-host",
+            &map,
+            "--shift-timestamps",
+            "--http-debug=full",
+            "--no-results",
+        ],
+        LIMIT,
+    );
+    out.expect_success();
+    let sent = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("{\"from\""))
+        .unwrap_or_else(|| panic!("{}", out.stderr));
+    let body: Value = serde_json::from_str(sent).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let unix = |text: &str| {
+        let out = run_tool("date", &["-u", "-d", text, "+%s.%N"]);
+        out.trim().parse::<f64>().unwrap()
+    };
+    let from = body["from"].as_str().unwrap();
+    let until = body["until"].as_str().unwrap();
+    // A day before the session's start, and 5 s after it; the formats as recorded.
+    assert!((unix(from) - (now - 86_400.0)).abs() < 60.0, "{from}");
+    assert!((unix(until) - (now + 5.0)).abs() < 60.0, "{until}");
+    assert_eq!(from.len(), "2024-12-31T12:00:00.000Z".len());
+    assert_eq!(until.len(), "2025-01-01T12:00:05Z".len());
+}

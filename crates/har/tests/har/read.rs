@@ -1,0 +1,86 @@
+//! Reading recordings: fixtures of browsers and proxies parse, flows and think times come out
+//! as recorded, and bad recordings are one line naming the entry and field.
+
+use super::fixture;
+use barrage_har::{HostMap, Recording};
+use std::time::Duration;
+
+#[test]
+fn a_browser_export_reads_as_one_flow_per_page() {
+    let har = fixture("browser_page_load.har");
+    let mut hosts = HostMap::default();
+    hosts.skip("www.google-analytics.com");
+    let recording = Recording::new("browser_page_load.har", &har, &hosts, false).unwrap();
+    assert_eq!(recording.skipped, 1);
+    assert_eq!(recording.target.to_string(), "https://www.recorded.test");
+    let names: Vec<&str> = recording.flows.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["Shop – Home", "Shop – Product 1234567"]);
+    assert_eq!(recording.flows[1].offset, Duration::from_millis(4200));
+    let home = &recording.flows[0].requests;
+    let tags: Vec<&str> = home.iter().map(|r| r.tag.as_str()).collect();
+    assert_eq!(
+        tags,
+        [
+            "GET /html",
+            "static css",
+            "static js",
+            "static image",
+            "static font",
+            "GET /json"
+        ]
+    );
+    // Pseudo-headers, cookies and accept-encoding are the client's own business.
+    let names: Vec<&str> = home[0].headers.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["accept", "accept-language", "user-agent"]);
+    // The JSON request starts 400 ms in; the last request before it ended at 179 ms.
+    assert_eq!(home[5].think, Duration::from_millis(221));
+    assert_eq!(
+        home[1].think,
+        Duration::ZERO,
+        "parallel assets wait nothing"
+    );
+}
+
+#[test]
+fn replay_refuses_unmapped_hosts_naming_the_entry() {
+    let har = fixture("browser_page_load.har");
+    let mut hosts = HostMap::default();
+    hosts.add("www.recorded.test=127.0.0.1:9").unwrap();
+    let error = Recording::new("b.har", &har, &hosts, true)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        error,
+        "b.har: log.entries[5].request.url: host `www.google-analytics.com` is not mapped: give --map-host www.google-analytics.com=http://127.0.0.1:PORT (or --skip-host www.google-analytics.com)"
+    );
+    let error = Recording::new("b.har", &har, &HostMap::default(), true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with(
+            "b.har: log.entries[0].request.url: host `www.recorded.test` is not mapped"
+        ),
+        "{error}"
+    );
+    hosts.add("www.google-analytics.com=127.0.0.1:10").unwrap();
+    let error = Recording::new("b.har", &har, &hosts, true)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("a test has one target"), "{error}");
+}
+
+#[test]
+fn every_fixture_parses() {
+    // The last one is mitmproxy 11.0.2's own export (`mitmdump --set hardump=FILE`) of curl
+    // through the proxy to the bundled target.
+    for name in [
+        "browser_page_load.har",
+        "login_flow.har",
+        "token_pings.har",
+        "jwt_api.har",
+        "mitmproxy_token_pings.har",
+    ] {
+        let har = fixture(name);
+        assert!(!har.log.entries.is_empty(), "{name}");
+    }
+}
