@@ -13,6 +13,7 @@ use crate::worker::Worker;
 use barrage_http::{AnyConnection, Capture, Captured, Exchange};
 use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord};
 use barrage_plan::HttpDebug;
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 /// A completed exchange and the timings around it that the connection cannot know.
@@ -132,7 +133,7 @@ impl Client {
                     Ok(other) => other.request_target(&next.url),
                     Err(kind) => {
                         let prepared = bytes.len() as u64;
-                        worker.record_error(request.tag, start, kind, prepared, request_id);
+                        worker.record_error(request.tag, start, kind, prepared, 0, request_id);
                         break false;
                     }
                 }
@@ -186,6 +187,8 @@ impl Client {
         let decode = worker.run.connection.decode_responses;
         let debug = worker.run.plan.http_debug.as_ref().and_then(|p| p.claim());
         let debug_headers = debug.map(|_| http_debug::capture_list(&request.extraction.headers));
+        // Outside the timeout, so that a request cut off by it still counts what arrived.
+        let received = Cell::new(0);
         let wanted = Wanted {
             headers: debug_headers
                 .as_deref()
@@ -194,6 +197,7 @@ impl Client {
             expects_body: request.expects_body,
             addrs: None,
             connector: None,
+            received: &received,
         };
         let mut captured = (decode
             || !request.extraction.is_empty()
@@ -293,8 +297,9 @@ impl Client {
                     // whole chain, the last response unread by the caller.
                     self.forget_response(worker, request, captured);
                     let kind = ErrorKind::TooManyRedirects;
-                    let sent = exchange.bytes_sent;
-                    worker.record_error(request.tag, exchange.done_at, kind, sent, request_id);
+                    let (sent, received) = (exchange.bytes_sent, exchange.bytes_received);
+                    let done_at = exchange.done_at;
+                    worker.record_error(request.tag, done_at, kind, sent, received, request_id);
                     return Hop::Done(false);
                 }
                 let next = next.filter(|_| hops_left > 0);
@@ -365,7 +370,15 @@ impl Client {
         }
         self.drop_connection(elsewhere.is_some());
         self.forget_response(worker, request, captured);
-        worker.record_error(request.tag, Instant::now(), kind, prepared, request_id);
+        let received = received.get();
+        worker.record_error(
+            request.tag,
+            Instant::now(),
+            kind,
+            prepared,
+            received,
+            request_id,
+        );
         if matches!(
             kind,
             ErrorKind::Refused | ErrorKind::Connect | ErrorKind::LocalFdLimit
@@ -427,10 +440,10 @@ fn hop_url(worker: &Worker, elsewhere: Option<&url::Url>, bytes: &[u8]) -> Optio
 /// the request as interrupted, so a target that never answers shows as unanswered requests
 /// instead of nothing. A finished request forgets it. It counts in the second of its
 /// intended start, so the per-second series gains no second past the run's own.
-struct OpenRequest<'a> {
-    worker: &'a Worker,
-    tag: usize,
-    intended: Instant,
+pub(crate) struct OpenRequest<'a> {
+    pub worker: &'a Worker,
+    pub tag: usize,
+    pub intended: Instant,
 }
 
 impl Drop for OpenRequest<'_> {
@@ -465,6 +478,8 @@ pub(crate) struct Wanted<'a> {
     /// How to connect instead of the run's connector (another origin: its TLS name,
     /// tunnel).
     pub connector: Option<&'a barrage_http::Connector>,
+    /// Where the response bytes read so far are added as they arrive.
+    pub received: &'a Cell<u64>,
 }
 
 pub(crate) async fn attempt(
@@ -527,6 +542,7 @@ pub(crate) async fn attempt(
                 bytes,
                 wanted.expects_body,
                 capture.as_mut(),
+                wanted.received,
             )
             .await
         {

@@ -331,7 +331,8 @@ impl Worker {
         }
     }
 
-    /// Records a failed request (`request_id` as for [`Worker::record_response`]).
+    /// Records a failed request (`request_id` as for [`Worker::record_response`]) and the
+    /// response bytes that arrived before it failed.
     #[inline]
     pub(crate) fn record_error(
         &self,
@@ -339,11 +340,16 @@ impl Worker {
         at: Instant,
         kind: ErrorKind,
         bytes_sent: u64,
+        bytes_received: u64,
         request_id: Option<u64>,
     ) {
-        self.metrics
-            .borrow_mut()
-            .record_error(tag, self.second_of(at), kind, bytes_sent);
+        let second = self.second_of(at);
+        let mut metrics = self.metrics.borrow_mut();
+        metrics.record_error(tag, second, kind, bytes_sent);
+        if bytes_received > 0 {
+            metrics.record_error_received(tag, second, bytes_received);
+        }
+        drop(metrics);
         self.live().add_error();
         if let Some(sampler) = &self.sampler {
             sampler

@@ -412,6 +412,15 @@ impl RunMetrics {
         tag.series.record_error(second, kind, bytes_sent);
     }
 
+    /// Response bytes of a failed request that arrived before it failed (a timeout, a
+    /// reset mid-body): counted as received like any other.
+    #[inline]
+    pub fn record_error_received(&mut self, tag: usize, second: u64, bytes_received: u64) {
+        let tag = &mut self.tags[tag];
+        tag.bytes_received += bytes_received;
+        tag.series.record_received(second, bytes_received);
+    }
+
     /// Adds `other` into `self` exactly. Tag lists are aligned by index (both come from the
     /// same plan); a longer `other` extends `self`.
     pub fn merge(&mut self, other: &RunMetrics) {
@@ -458,6 +467,25 @@ impl RunMetrics {
                 }
                 None => self.checks.push(theirs.clone()),
             }
+        }
+    }
+
+    /// Moves every per-second figure (requests, latency, sessions, VUs) `seconds` later:
+    /// the metrics of a run that started that much after another, on the other's clock, so
+    /// merging them adds up what happened in the same wall-clock second. Totals are
+    /// unchanged. The caller keeps the series within a day.
+    pub fn delay_seconds(&mut self, seconds: usize) {
+        if seconds == 0 {
+            return;
+        }
+        for tag in &mut self.tags {
+            tag.series.delay(seconds);
+            tag.latency_by_second.delay(seconds);
+        }
+        self.vus.delay(seconds);
+        if !self.sessions_per_second.is_empty() {
+            let none = std::iter::repeat_n(SessionSecond::default(), seconds);
+            self.sessions_per_second.splice(0..0, none);
         }
     }
 
@@ -643,6 +671,30 @@ mod tests {
         let mut empty = RunMetrics::new(1);
         empty.merge(&one);
         assert_eq!(empty.checks, one.checks);
+    }
+
+    #[test]
+    fn delaying_moves_every_per_second_figure_and_keeps_totals() {
+        let mut late = RunMetrics::new(1);
+        late.record_response(&response(0, 0, 300, 200));
+        late.record_response(&response(0, 1, 900, 200));
+        late.record_error(0, 1, ErrorKind::Refused, 0);
+        late.record_session_start(0);
+        late.vus.set(0, 4, 5);
+        let totals = late.total().requests();
+        late.delay_seconds(2);
+        assert_eq!(late.total().requests(), totals);
+        let tag = &late.tags[0];
+        let responses: Vec<u64> = tag.series.seconds.iter().map(|s| s.responses).collect();
+        assert_eq!(responses, vec![0, 0, 1, 1]);
+        assert_eq!(tag.series.seconds[3].errors, 1);
+        assert!(tag.latency_by_second.decoded(1).is_empty());
+        assert_eq!(tag.latency_by_second.decoded(2).max_micros(), 300);
+        assert_eq!(tag.latency_by_second.decoded(3).count(), 1);
+        let started: Vec<u64> = late.sessions_per_second.iter().map(|s| s.started).collect();
+        assert_eq!(started, vec![0, 0, 1]);
+        let vus: Vec<u64> = late.vus.seconds.iter().map(|s| s.vus).collect();
+        assert_eq!(vus, vec![0, 0, 4]);
     }
 
     #[test]

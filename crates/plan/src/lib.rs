@@ -6,6 +6,7 @@
 
 mod duration;
 mod http_semantics;
+pub mod limits;
 mod protocol;
 mod redact;
 mod segment;

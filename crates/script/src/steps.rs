@@ -104,7 +104,7 @@ impl<'a> SessionBuilder<'a> {
                         return Ok(Step::Wait(Wait::PerClient { seconds }));
                     }
                 }
-                let seconds = a.non_negative(arg(0), "seconds")?;
+                let seconds = a.seconds(arg(0), "seconds")?;
                 Step::Wait(if random {
                     Wait::Random { seconds }
                 } else {
@@ -113,8 +113,8 @@ impl<'a> SessionBuilder<'a> {
             }
             "waitUniform" => {
                 a.arity(args, 2, 2)?;
-                let min = a.non_negative(arg(0), "min")?;
-                let max = a.non_negative(arg(1), "max")?;
+                let min = a.seconds(arg(0), "min")?;
+                let max = a.seconds(arg(1), "max")?;
                 if min > max {
                     return Err(a.err(format_args!("`min` ({min}) is larger than `max` ({max})")));
                 }
@@ -123,7 +123,7 @@ impl<'a> SessionBuilder<'a> {
             "waitExp" => {
                 a.arity(args, 1, 1)?;
                 Step::Wait(Wait::Exponential {
-                    mean: a.non_negative(arg(0), "mean")?,
+                    mean: a.seconds(arg(0), "mean")?,
                 })
             }
             "times" => {
