@@ -98,7 +98,7 @@ pub struct QuickArgs {
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub grace: Option<String>,
     #[command(flatten)]
-    pub outputs: crate::outputs::OutputArgs,
+    pub outputs: crate::output_flags::OutputArgs,
     #[command(flatten)]
     pub record: crate::record::RecordArgs,
     #[command(flatten)]

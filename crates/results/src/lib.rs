@@ -202,6 +202,7 @@ const THRESHOLDS: [u8; 4] = *b"THRS";
 const SELF_CHECK: [u8; 4] = *b"SELF";
 const ACTIVE: [u8; 4] = *b"ACTV";
 const EXTRA: [u8; 4] = *b"XMET";
+const INTERRUPTED: [u8; 4] = *b"INTR";
 const STATUS_LATENCY: [u8; 4] = *b"STLT";
 
 fn corrupt(section: &str, reason: impl std::fmt::Display) -> ResultsError {
@@ -220,6 +221,10 @@ impl ResultsFile {
             (CHECKS, json(&self.metrics.checks)),
             (SESSIONS, metrics_codec::encode_sessions(&self.metrics)),
             (EXTRA, extra_codec::encode_extra(&self.metrics)),
+            (
+                INTERRUPTED,
+                metrics_codec::encode_interrupted(&self.metrics),
+            ),
         ];
         if let Some(by_status) = extra_codec::encode_status_latency(&self.metrics) {
             sections.push((STATUS_LATENCY, by_status));
@@ -245,6 +250,7 @@ impl ResultsFile {
         let mut self_check = None;
         let mut active_clients = None;
         let mut extra = None;
+        let mut interrupted = None;
         let mut status_latency = None;
         for section in container::read(data)? {
             match section.kind {
@@ -285,6 +291,7 @@ impl ResultsFile {
                     )
                 }
                 EXTRA => extra = Some(section.payload),
+                INTERRUPTED => interrupted = Some(section.payload),
                 STATUS_LATENCY => status_latency = Some(section.payload),
                 _ => {} // a later version's section: skipped
             }
@@ -295,6 +302,11 @@ impl ResultsFile {
         }
         let series = series.ok_or(ResultsError::Missing("SERI"))?;
         metrics_codec::decode_series(series, &mut metrics).map_err(|e| corrupt("SERI", e))?;
+        // Files written before INTR have no per-second count of requests cut off by the end.
+        if let Some(interrupted) = interrupted {
+            metrics_codec::decode_interrupted(interrupted, &mut metrics)
+                .map_err(|e| corrupt("INTR", e))?;
+        }
         metrics.checks = checks.ok_or(ResultsError::Missing("CHKS"))?;
         metrics.sessions_per_second = sessions.sessions_per_second;
         if let Some(extra) = extra {

@@ -98,6 +98,9 @@ fn sample(requests: u64, per_second: u64) -> ResultsFile {
         metrics.record_session_start(second);
     }
     metrics.record_session_dropped(3);
+    // Requests the run's end cut off, one in a second past every response (the INTR section).
+    metrics.record_interrupted(1, 40);
+    metrics.record_interrupted(0, 1);
     // What closed models, the self-check, TLS and custom metrics add (the XMET section).
     metrics.connections_tls = 3;
     metrics.connections_h2 = 2;
@@ -185,6 +188,31 @@ fn a_file_reads_back_to_the_same_bytes_and_figures() {
         extra_codec::encode_extra(&file.metrics)
     );
     assert_eq!(back.to_bytes(), bytes);
+}
+
+#[test]
+fn requests_cut_off_at_the_end_keep_their_second_and_old_files_still_read() {
+    let file = sample(2_000, 1_000);
+    let bytes = file.to_bytes();
+    let back = ResultsFile::from_bytes(&bytes).unwrap();
+    assert_eq!(back.metrics.tags[1].series.seconds[40].interrupted, 1);
+    assert_eq!(back.metrics.tags[0].series.seconds[1].interrupted, 1);
+    assert_eq!(back.metrics.series().seconds.len(), 41);
+    // A file from before INTR: the same figures, no per-second interrupted counts.
+    let old: Vec<_> = container::read(&bytes)
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.kind != INTERRUPTED)
+        .map(|s| (s.kind, s.payload.to_vec()))
+        .collect();
+    let old = ResultsFile::from_bytes(&container::write(&old)).unwrap();
+    assert_eq!(old.metrics.tags[1].interrupted(), 1);
+    assert!(old
+        .metrics
+        .tags
+        .iter()
+        .all(|t| t.series.seconds.iter().all(|b| b.interrupted == 0)));
+    assert_eq!(old.metrics.tags[1].latency, file.metrics.tags[1].latency);
 }
 
 #[test]
