@@ -98,6 +98,10 @@ pub struct PostData {
     /// `"base64"` means `text` is base64.
     #[serde(default, alias = "_encoding")]
     pub encoding: Option<String>,
+    /// Written by `barrage record` when the body was longer than its `--max-body-size`: only
+    /// the first bytes are here, so the request cannot be replayed as it was sent.
+    #[serde(default, rename = "_truncated", skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -241,6 +245,14 @@ fn check(file: &str, har: &Har) -> Result<(), HarError> {
             ));
         }
         if let Some(post) = &entry.request.post_data {
+            if post.truncated {
+                return Err(at(
+                    "request.postData",
+                    "the recorder kept only the first bytes of this body; record again with \
+                     a larger --max-body-size"
+                        .to_string(),
+                ));
+            }
             post.body()
                 .map_err(|problem| at("request.postData.text", problem))?;
         }
@@ -410,6 +422,7 @@ mod tests {
             text: Some("AAEC/w==".into()),
             params: vec![],
             encoding: Some("base64".into()),
+            truncated: false,
         };
         assert_eq!(post.body().unwrap(), vec![0, 1, 2, 255]);
         let form = PostData {
@@ -421,6 +434,7 @@ mod tests {
                 file_name: None,
             }],
             encoding: None,
+            truncated: false,
         };
         assert_eq!(form.body().unwrap(), b"user=a+b%26c");
     }
