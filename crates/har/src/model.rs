@@ -23,9 +23,9 @@ pub struct Har {
 #[serde(rename_all = "camelCase")]
 pub struct Log {
     pub version: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creator: Option<Creator>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub browser: Option<Creator>,
     #[serde(default)]
     pub pages: Vec<Page>,
@@ -51,7 +51,7 @@ pub struct Page {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Entry {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pageref: Option<String>,
     pub started_date_time: String,
     /// Total time of the exchange in milliseconds (-1 or absent: unknown).
@@ -74,7 +74,7 @@ pub struct Request {
     pub cookies: Vec<NameValue>,
     #[serde(default)]
     pub query_string: Vec<NameValue>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub post_data: Option<PostData>,
 }
 
@@ -90,17 +90,21 @@ pub struct PostData {
     #[serde(default)]
     pub mime_type: String,
     /// The body as text; for a form it may be absent and `params` hold the fields.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     #[serde(default)]
     pub params: Vec<PostParam>,
     /// Not in HAR 1.2, but written by some tools (Charles, Fiddler) for binary bodies:
     /// `"base64"` means `text` is base64.
-    #[serde(default, alias = "_encoding")]
+    #[serde(default, alias = "_encoding", skip_serializing_if = "Option::is_none")]
     pub encoding: Option<String>,
     /// Written by `barrage record` when the body was longer than its `--max-body-size`: only
     /// the first bytes are here, so the request cannot be replayed as it was sent.
-    #[serde(default, rename = "_truncated", skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        default,
+        rename = "_truncated",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub truncated: bool,
 }
 
@@ -108,9 +112,9 @@ pub struct PostData {
 #[serde(rename_all = "camelCase")]
 pub struct PostParam {
     pub name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_name: Option<String>,
 }
 
@@ -135,10 +139,10 @@ pub struct Content {
     pub size: i64,
     #[serde(default)]
     pub mime_type: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// `"base64"` when `text` is base64 (binary responses).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encoding: Option<String>,
 }
 

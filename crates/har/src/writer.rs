@@ -59,7 +59,11 @@ pub struct Exchange {
     pub status: u16,
     pub status_text: String,
     pub response_headers: Vec<(String, String)>,
+    /// Decoded from its `Content-Encoding` (HAR holds bodies decoded).
     pub response_body: CapturedBody,
+    /// False when the body could not be decoded (cut by the limit, or an unknown coding): the
+    /// entry then holds its size but no text.
+    pub response_body_decoded: bool,
     /// From the request's start to the response's head.
     pub wait: Duration,
     /// From the request's start to the response body's end.
@@ -191,7 +195,12 @@ fn entry_json(x: &Exchange) -> serde_json::Value {
             truncated: x.request_body.truncated(),
         }
     });
-    let (text, encoding) = x.response_body.text();
+    let (text, encoding) = if x.response_body_decoded {
+        let (text, encoding) = x.response_body.text();
+        (Some(text), encoding)
+    } else {
+        (None, None)
+    };
     let entry = Entry {
         pageref: None,
         started_date_time: iso_time(x.started),
@@ -214,7 +223,7 @@ fn entry_json(x: &Exchange) -> serde_json::Value {
                 mime_type: header(&x.response_headers, "content-type")
                     .unwrap_or("")
                     .to_string(),
-                text: Some(text),
+                text,
                 encoding,
             },
             redirect_url: header(&x.response_headers, "location")
@@ -267,6 +276,7 @@ mod tests {
             status_text: "Created".into(),
             response_headers: vec![("content-type".into(), "text/plain".into())],
             response_body: resp,
+            response_body_decoded: true,
             wait: Duration::from_micros(1_500),
             total: Duration::from_micros(2_250),
         }
@@ -282,7 +292,10 @@ mod tests {
 
     #[test]
     fn a_written_recording_reads_back_with_every_field() {
-        let bytes = written(&[exchange(b"{\"n\":1}", b"made", 100), exchange(b"", b"", 100)]);
+        let bytes = written(&[
+            exchange(b"{\"n\":1}", b"made", 100),
+            exchange(b"", b"", 100),
+        ]);
         let har = parse_har("rec.har", &bytes).unwrap();
         assert_eq!(har.log.entries.len(), 2);
         let e = &har.log.entries[0];
@@ -326,6 +339,16 @@ mod tests {
             "{error}"
         );
         assert!(error.contains("--max-body-size"), "{error}");
+    }
+
+    #[test]
+    fn a_body_that_could_not_be_decoded_has_its_size_but_no_text() {
+        let mut x = exchange(b"", b"\x1f\x8b\x08 cut gzip", 4);
+        x.response_body_decoded = false;
+        let bytes = written(&[x]);
+        let har = parse_har("rec.har", &bytes).unwrap();
+        let content = &har.log.entries[0].response.content;
+        assert_eq!((content.text.as_deref(), content.size), (None, 12));
     }
 
     #[test]
