@@ -221,16 +221,7 @@ impl Recording {
                     flows.last_mut().expect("just pushed")
                 }
             };
-            let think = flow.requests.last().map_or(Duration::ZERO, |prev| {
-                let prev_entry = &har.log.entries[prev.entry];
-                let prev_end = prev.offset + prev_entry.duration();
-                let gap = offset.saturating_sub(prev_end);
-                if gap < MIN_THINK_TIME {
-                    Duration::ZERO
-                } else {
-                    Duration::from_millis(gap.as_millis() as u64)
-                }
-            });
+            let think = think_time(flow.requests.last(), offset);
             let method = Method::parse(&entry.request.method).expect("checked method");
             let response = recorded_response(entry);
             let static_kind = static_kind(&response.content_type, &path);
@@ -270,6 +261,39 @@ impl Recording {
         })
     }
 
+    /// Leaves out the requests whose tag matches one of `patterns` (see [`tag_matches`]);
+    /// think times are the gaps to the requests kept. Returns how many were left out.
+    pub fn exclude_tags(&mut self, patterns: &[String]) -> Result<usize, String> {
+        if patterns.is_empty() {
+            return Ok(0);
+        }
+        let mut excluded = 0;
+        for flow in &mut self.flows {
+            let before = flow.requests.len();
+            let mut kept: Vec<RecordedRequest> = Vec::with_capacity(before);
+            for mut request in flow.requests.drain(..) {
+                if patterns.iter().any(|p| tag_matches(&request.tag, p)) {
+                    continue;
+                }
+                request.think = think_time(kept.last(), request.offset);
+                kept.push(request);
+            }
+            excluded += before - kept.len();
+            flow.requests = kept;
+            if let Some(first) = flow.requests.first() {
+                flow.offset = first.offset;
+            }
+        }
+        self.flows.retain(|f| !f.requests.is_empty());
+        if self.flows.is_empty() {
+            return Err(format!(
+                "every request's tag matches {}: nothing is left to send",
+                patterns.join(", ")
+            ));
+        }
+        Ok(excluded)
+    }
+
     /// Every request, flow after flow.
     pub fn requests(&self) -> impl Iterator<Item = &RecordedRequest> {
         self.flows.iter().flat_map(|f| f.requests.iter())
@@ -282,6 +306,31 @@ impl Recording {
             .max()
             .unwrap_or_default()
     }
+}
+
+/// The think time before a request at `offset`: the gap since `previous` (of its flow) ended,
+/// zero when under [`MIN_THINK_TIME`] or overlapping.
+fn think_time(previous: Option<&RecordedRequest>, offset: Duration) -> Duration {
+    previous.map_or(Duration::ZERO, |prev| {
+        let gap = offset.saturating_sub(prev.offset + prev.recorded_time);
+        if gap < MIN_THINK_TIME {
+            Duration::ZERO
+        } else {
+            Duration::from_millis(gap.as_millis() as u64)
+        }
+    })
+}
+
+/// Whether `tag` is matched by an `--exclude-tags` pattern: the same tag, or its first words
+/// (`static` matches `static css` and `static image`; `GET /api` does not match
+/// `GET /api/items`).
+pub fn tag_matches(tag: &str, pattern: &str) -> bool {
+    let pattern = pattern.trim();
+    !pattern.is_empty()
+        && (tag == pattern
+            || tag
+                .strip_prefix(pattern)
+                .is_some_and(|rest| rest.starts_with(' ')))
 }
 
 fn since(start: time::OffsetDateTime, entry: &Entry) -> Duration {

@@ -187,6 +187,96 @@ fn converted_recordings_plan_and_run_as_they_are() {
     }
 }
 
+#[test]
+fn excluded_tags_leave_static_assets_out_of_replays_and_conversions() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = fixture("browser_page_load.har");
+    let map = format!("www.recorded.test=http://{}", target.addr);
+    let json = scratch_file("exclude-tags-summary.json", b"");
+    let base = [
+        "replay",
+        &har,
+        "--map-host",
+        &map,
+        "--skip-host",
+        "www.google-analytics.com",
+        "--speed",
+        "4",
+        "--no-results",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let mut args = base.to_vec();
+    args.extend([
+        "--exclude-tags",
+        "static image,static font",
+        "--exclude-tags",
+        "static js",
+    ]);
+    barrage(&args, LIMIT).expect_success();
+    let s = summary(&json);
+    let tags: Vec<&str> = s["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["tag"].as_str())
+        .collect();
+    assert!(tags.contains(&"static css"), "{tags:?}");
+    assert!(
+        !tags
+            .iter()
+            .any(|t| ["static image", "static font", "static js"].contains(t)),
+        "{tags:?}"
+    );
+    assert!(tags.contains(&"GET /json"), "{tags:?}");
+
+    let mut args = base.to_vec();
+    args.extend(["--exclude-tags", "static"]);
+    barrage(&args, LIMIT).expect_success();
+    let s = summary(&json);
+    let tags: Vec<&str> = s["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["tag"].as_str())
+        .collect();
+    assert!(!tags.iter().any(|t| t.starts_with("static")), "{tags:?}");
+
+    // Converted without them: the script has no static requests.
+    let script = scratch_file("exclude-tags.js", b"");
+    barrage(
+        &[
+            "convert",
+            "har",
+            &har,
+            "-o",
+            script.to_str().unwrap(),
+            "--skip-host",
+            "www.google-analytics.com",
+            "--exclude-tags",
+            "static",
+        ],
+        LIMIT,
+    )
+    .expect_success();
+    let text = std::fs::read_to_string(&script).unwrap();
+    assert!(!text.contains("static "), "{text}");
+    assert!(text.contains("GET /json"), "{text}");
+
+    // Everything excluded: one line, exit 2.
+    let mut args = base.to_vec();
+    args.extend(["--exclude-tags", "GET,static"]);
+    let out = barrage(&args, LIMIT);
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("--exclude-tags: every request's tag matches"),
+        "{}",
+        out.stderr
+    );
+}
+
 /// A recording of four page views, 300 ms apart, each one request.
 fn paced_recording() -> PathBuf {
     let entries: Vec<String> = (0..4)
