@@ -146,6 +146,7 @@ fn converted_recordings_plan_and_run_as_they_are() {
         ("token_pings", &[][..]),
         ("mitmproxy_token_pings", &[][..]),
         ("login_flow", &[][..]),
+        ("chromium_playwright", &[][..]),
         (
             "browser_page_load",
             &["--skip-host", "www.google-analytics.com"][..],
@@ -185,6 +186,29 @@ fn converted_recordings_plan_and_run_as_they_are() {
             assert!(u(tag(&s, "static css"), "requests") > 0, "{s:#}");
         }
     }
+}
+
+#[test]
+fn a_chromium_recording_made_by_playwright_replays_with_correlation_and_fails_without() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = fixture("chromium_playwright.har");
+    // Recorded against a target on a port of its own: that host:port is mapped here.
+    let recorded: Value = summary(std::path::Path::new(&har));
+    let url = recorded["log"]["entries"][0]["request"]["url"]
+        .as_str()
+        .unwrap();
+    let host = url.trim_start_matches("http://").split('/').next().unwrap();
+    let s = replay(&target, &har, host, &[]);
+    assert_eq!(u(&s["status_codes"], "200"), 5, "{s:#}");
+    assert_eq!(check(&s, "GET /ping: status 200 as recorded"), (2, 0));
+    assert_eq!(
+        check(&s, "GET /base64/:id: content type text/html as recorded"),
+        (1, 0)
+    );
+    let s = replay(&target, &har, host, &["--no-correlate"]);
+    assert_eq!(u(&s["status_codes"], "401"), 2, "{s:#}");
+    assert_eq!(check(&s, "GET /ping: status 200 as recorded"), (0, 2));
 }
 
 #[test]

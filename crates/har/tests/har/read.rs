@@ -42,6 +42,33 @@ fn a_browser_export_reads_as_one_flow_per_page() {
 }
 
 #[test]
+fn a_chromium_export_made_by_playwright_reads_as_its_page() {
+    let har = fixture("chromium_playwright.har");
+    assert_eq!(har.log.creator.as_ref().unwrap().name, "Playwright");
+    assert_eq!(har.log.browser.as_ref().unwrap().name, "chromium");
+    let recording =
+        Recording::new("chromium_playwright.har", &har, &HostMap::default(), false).unwrap();
+    let names: Vec<&str> = recording.flows.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["Token and pings"]);
+    let tags: Vec<&str> = recording.requests().map(|r| r.tag.as_str()).collect();
+    assert_eq!(
+        tags,
+        [
+            "GET /base64/:id",
+            "GET /anything/app.css",
+            "GET /random/get_token",
+            "GET /ping",
+            "GET /ping"
+        ]
+    );
+    // Browser headers are kept; HTTP/2 pseudo-headers and cookies are not.
+    let first = &recording.flows[0].requests[0];
+    assert!(first.headers.iter().any(|(n, _)| n == "User-Agent"));
+    assert!(first.headers.iter().all(|(n, _)| !n.starts_with(':')));
+    assert_eq!(first.response.content_type, "text/html");
+}
+
+#[test]
 fn excluded_tags_leave_static_assets_out_and_think_times_follow() {
     let har = fixture("browser_page_load.har");
     let mut hosts = HostMap::default();
