@@ -216,7 +216,7 @@ fn comparisons(request: &RecordedRequest, step: &mut RequestStep, steps: &mut Ve
     }
     steps.push(Step::Request(step.clone()));
     steps.push(Step::Check(Check {
-        name: format!("{}: status {} as recorded", request.tag, recorded.status),
+        name: barrage_plan::status_check_name(&request.tag, recorded.status),
         condition: Condition {
             value: Value::LastStatus,
             op: CompareOp::Eq,

@@ -7,6 +7,7 @@
 mod duration;
 mod http_semantics;
 mod protocol;
+mod recorded;
 mod redact;
 mod segment;
 mod session;
@@ -23,6 +24,7 @@ pub use protocol::{
     parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion,
     ResponseLimits, TlsOptions, TlsVersion,
 };
+pub use recorded::{parse_status_check_name, status_check_name};
 pub use redact::{redact_url, Redaction, REDACTED, SENSITIVE_HEADERS};
 pub use segment::{Segment, SegmentError};
 pub use session::{

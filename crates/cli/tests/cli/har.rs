@@ -209,6 +209,36 @@ fn a_chromium_recording_made_by_playwright_replays_with_correlation_and_fails_wi
     let s = replay(&target, &har, host, &["--no-correlate"]);
     assert_eq!(u(&s["status_codes"], "401"), 2, "{s:#}");
     assert_eq!(check(&s, "GET /ping: status 200 as recorded"), (0, 2));
+    // The summary and the HTML report say it per tag, in words.
+    let html = scratch_file("chromium-no-correlate.html", b"");
+    let map = format!("{host}=http://{}", target.addr);
+    let out = barrage(
+        &[
+            "replay",
+            &har,
+            "--map-host",
+            &map,
+            "--no-correlate",
+            "--no-results",
+            "--html",
+            html.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    out.expect_success();
+    let line = "GET /ping: 100 % status differs: 200 recorded, 401 replayed";
+    // Only the pings differ: the section has their line alone.
+    assert!(
+        out.stdout
+            .contains(&format!("compared with the recording\n  {line}\n\n")),
+        "{}",
+        out.stdout
+    );
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        html.contains(&format!("<li>{line}</li>")),
+        "no difference line in the HTML report"
+    );
 }
 
 #[test]
