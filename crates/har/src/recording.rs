@@ -104,6 +104,9 @@ pub struct RecordedRequest {
     /// Path and query as recorded (a `:` that would read as a placeholder is `%3A`).
     pub path: String,
     pub headers: Vec<(String, String)>,
+    /// The recorded `Cookie` header's pairs. Cookies come from the client's jar; replay
+    /// sends the recorded ones that carry a JWT only when it re-signs JWTs (`--jwt-alg`).
+    pub cookies: Vec<(String, String)>,
     pub body: Option<Vec<u8>>,
     /// From the start of the recording.
     pub offset: Duration,
@@ -239,6 +242,7 @@ impl Recording {
                 tag: tag(method, &path, static_kind),
                 path: escape_placeholders(&path),
                 headers: kept_headers(entry),
+                cookies: recorded_cookies(entry),
                 body,
                 offset,
                 think,
@@ -374,6 +378,30 @@ fn recorded_response(entry: &Entry) -> RecordedResponse {
 }
 
 /// The request headers worth replaying, in recorded order.
+/// The pairs of the request's `Cookie` headers, else of its HAR `cookies` list.
+fn recorded_cookies(entry: &Entry) -> Vec<(String, String)> {
+    let from_headers: Vec<(String, String)> = entry
+        .request
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("cookie"))
+        .flat_map(|h| h.value.split(';'))
+        .filter_map(|pair| {
+            let (name, value) = pair.trim().split_once('=')?;
+            Some((name.to_string(), value.to_string()))
+        })
+        .collect();
+    if !from_headers.is_empty() {
+        return from_headers;
+    }
+    entry
+        .request
+        .cookies
+        .iter()
+        .map(|c| (c.name.clone(), c.value.clone()))
+        .collect()
+}
+
 fn kept_headers(entry: &Entry) -> Vec<(String, String)> {
     entry
         .request

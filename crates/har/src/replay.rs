@@ -346,6 +346,20 @@ fn shift_timestamps(
 fn transformed(flow: &Flow, transforms: &Transforms) -> Flow {
     let mut flow = flow.clone();
     for request in &mut flow.requests {
+        if transforms.jwt.is_some() {
+            // Recorded cookies holding a JWT go out with it re-signed (beside the jar's).
+            let carrying: Vec<String> = request
+                .cookies
+                .iter()
+                .filter(|(_, value)| !find_jwts(value).is_empty())
+                .map(|(name, value)| format!("{name}={value}"))
+                .collect();
+            if !carrying.is_empty() {
+                request
+                    .headers
+                    .push(("Cookie".to_string(), carrying.join("; ")));
+            }
+        }
         for (old, new) in &transforms.replace {
             request.path = request.path.replace(old.as_str(), new);
             for (_, value) in &mut request.headers {

@@ -179,7 +179,7 @@ fn without_correlation_requests_are_sent_as_recorded() {
 #[test]
 fn the_browser_page_load_plans_with_a_session_per_page() {
     let out = converted("browser_page_load", &["www.google-analytics.com"], true);
-    let plan = plan_of("browser_page_load_excluded", &out);
+    let plan = plan_of("browser_page_load", &out);
     let names: Vec<&str> = plan.sessions.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["Shop – Home", "Shop – Product 1234567"]);
     assert!(plan.tags.iter().any(|t| t == "static css"));
