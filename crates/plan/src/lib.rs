@@ -30,7 +30,7 @@ pub use segment::{Segment, SegmentError};
 pub use session::{
     json_shape, walk_steps, walk_steps_mut, Binding, Body, BodyCoding, Check, CompareOp, Condition,
     DataSource, Extraction, Extractor, HeaderField, JsonTemplate, JwtAlgorithm, JwtResign, Method,
-    RequestStep, Session, Step, Value, Wait,
+    RequestStep, Session, Step, TimeFormat, Value, Wait,
 };
 pub use stages::{Piece, Stages};
 pub use target::{Scheme, Target, TargetError};

@@ -620,7 +620,7 @@ fn shifted_timestamps_are_sent_relative_to_the_present() {
         {"startedDateTime":"2025-01-01T12:00:00.000Z","time":2,
          "request":{"method":"POST","url":"http://ts.recorded.test/anything/report",
            "headers":[{"name":"Content-Type","value":"application/json"}],
-           "postData":{"mimeType":"application/json","text":"{\"from\":\"2024-12-31T12:00:00.000Z\",\"until\":\"2025-01-01T12:00:05Z\"}"}},
+           "postData":{"mimeType":"application/json","text":"{\"from\":\"2024-12-31T12:00:00.000Z\",\"until\":\"2025-01-01T12:00:05Z\",\"local\":\"2025-01-01T13:00:10+01:00\",\"since\":1735732810,\"ms\":1735732800500}"}},
          "response":{"status":200,"content":{"mimeType":"application/json","text":"{}"}}}]}}"#,
     );
     let map = format!("ts.recorded.test=http://{}", target.addr);
@@ -658,6 +658,14 @@ fn shifted_timestamps_are_sent_relative_to_the_present() {
     assert!((unix(until) - (now + 5.0)).abs() < 60.0, "{until}");
     assert_eq!(from.len(), "2024-12-31T12:00:00.000Z".len());
     assert_eq!(until.len(), "2025-01-01T12:00:05Z".len());
+    // At the recorded offset from UTC, and as epoch seconds and milliseconds.
+    let local = body["local"].as_str().unwrap();
+    assert!((unix(local) - (now + 10.0)).abs() < 60.0, "{local}");
+    assert!(local.ends_with("+01:00"), "{local}");
+    let since = body["since"].as_f64().unwrap();
+    assert!((since - (now + 10.0)).abs() < 60.0, "{since}");
+    let ms = body["ms"].as_f64().unwrap();
+    assert!((ms / 1000.0 - now).abs() < 60.0, "{ms}");
 }
 
 /// `barrage record` on a free port in front of `target`; its proxy address.
