@@ -1,6 +1,6 @@
 //! `barrage record`: a recording proxy. Clients talk to `--listen` (HTTP/1.1 or cleartext
-//! HTTP/2); every request goes on to `--upstream` (HTTP/1.1, or HTTP/2 with `--upstream-h2c`)
-//! and the exchange is appended to a HAR 1.2 file as its response body ends. Bodies stream
+//! HTTP/2); every request goes on to `--upstream` (HTTP/1.1, or HTTP/2 with `--upstream-h2c`;
+//! an https upstream over TLS by the proxy's own client, `barrage_http`'s) and the exchange is appended to a HAR 1.2 file as its response body ends. Bodies stream
 //! through; only their first `--max-body-size` bytes are kept. SIGINT/SIGTERM close the file.
 
 use crate::usage::usage;
@@ -8,6 +8,7 @@ use crate::values;
 use anyhow::Context;
 use barrage_body::{BodySink, ContentCoding};
 use barrage_har::{CapturedBody, Exchange, HarWriter};
+use barrage_http::{Alpn, TlsClient, TlsSettings};
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
@@ -37,8 +38,14 @@ pub struct RecordHarArgs {
     #[arg(long, value_name = "URL")]
     upstream: String,
     /// Speak cleartext HTTP/2 (prior knowledge) to the upstream
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["upstream_cacert", "upstream_insecure"])]
     upstream_h2c: bool,
+    /// Trust the certificates in this PEM file too (an https upstream)
+    #[arg(long, value_name = "FILE")]
+    upstream_cacert: Option<PathBuf>,
+    /// Accept any certificate of an https upstream
+    #[arg(long)]
+    upstream_insecure: bool,
     /// Write the recording here (HAR 1.2)
     #[arg(short = 'o', long = "output", value_name = "FILE.har")]
     output: PathBuf,
@@ -58,29 +65,56 @@ struct Upstream {
     authority: hyper::http::uri::Authority,
     prefix: String,
     h2c: bool,
+    /// An https upstream's TLS client (HTTP/1.1 offered by ALPN).
+    tls: Option<TlsClient>,
 }
 
 impl Upstream {
-    fn parse(text: &str, h2c: bool) -> anyhow::Result<Self> {
+    fn parse(text: &str, args: &RecordHarArgs) -> anyhow::Result<Self> {
         let bad = |why: &str| usage(format!("--upstream `{text}`: {why}"));
         let uri: Uri = text.parse().map_err(|_| bad("not a URL"))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => {
-                return Err(bad(
-                    "https upstreams are not supported yet; record against http://",
-                ))
-            }
-            _ => return Err(bad("give an http:// URL")),
-        }
+        let https = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            _ => return Err(bad("give an http:// or https:// URL")),
+        };
         let authority = uri.authority().cloned().ok_or_else(|| bad("no host"))?;
-        if authority.port_u16().is_none() && authority.host().is_empty() {
+        if authority.host().is_empty() {
             return Err(bad("no host"));
         }
+        if !https && (args.upstream_cacert.is_some() || args.upstream_insecure) {
+            return Err(bad(
+                "--upstream-cacert and --upstream-insecure are for https upstreams",
+            ));
+        }
+        if https && args.upstream_h2c {
+            return Err(bad(
+                "--upstream-h2c is cleartext HTTP/2; give an http:// URL",
+            ));
+        }
+        let tls = if https {
+            let settings = TlsSettings {
+                ca_file: args.upstream_cacert.clone(),
+                insecure: args.upstream_insecure,
+                alpn: Alpn::Http1,
+                ..TlsSettings::default()
+            };
+            let host = authority
+                .host()
+                .trim_start_matches('[')
+                .trim_end_matches(']');
+            Some(
+                TlsClient::new(&settings, host)
+                    .map_err(|e| usage(format!("--upstream-cacert: {e}")))?,
+            )
+        } else {
+            None
+        };
         Ok(Self {
             authority,
             prefix: uri.path().trim_end_matches('/').to_string(),
-            h2c,
+            h2c: args.upstream_h2c,
+            tls,
         })
     }
 
@@ -88,12 +122,18 @@ impl Upstream {
         format!(
             "{}:{}",
             self.authority.host(),
-            self.authority.port_u16().unwrap_or(80)
+            self.authority
+                .port_u16()
+                .unwrap_or(if self.tls.is_some() { 443 } else { 80 })
         )
     }
 
     fn url(&self, path_and_query: &str) -> String {
-        format!("http://{}{}{}", self.authority, self.prefix, path_and_query)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!(
+            "{scheme}://{}{}{}",
+            self.authority, self.prefix, path_and_query
+        )
     }
 }
 
@@ -125,7 +165,7 @@ pub fn record_command(args: &RecordHarArgs) -> anyhow::Result<i32> {
             args.listen
         ))
     })?;
-    let upstream = Upstream::parse(&args.upstream, args.upstream_h2c)?;
+    let upstream = Upstream::parse(&args.upstream, args)?;
     let file = std::fs::File::create(&args.output)
         .with_context(|| format!("-o: cannot create {}", args.output.display()))?;
     let writer = HarWriter::start(BufWriter::new(file), "barrage", env!("CARGO_PKG_VERSION"))
@@ -394,8 +434,26 @@ async fn send(upstream: &Upstream, request: Request<Tee>) -> anyhow::Result<Resp
     let stream = TcpStream::connect(upstream.connect_addr())
         .await
         .with_context(|| format!("cannot connect to {}", upstream.connect_addr()))?;
-    let io = TokioIo::new(stream);
-    if upstream.h2c {
+    match &upstream.tls {
+        Some(tls) => {
+            let stream = tls.handshake(stream).await.map_err(|kind| {
+                anyhow::anyhow!("TLS with {} failed: {kind:?}", upstream.connect_addr())
+            })?;
+            exchange(TokioIo::new(stream), upstream.h2c, request).await
+        }
+        None => exchange(TokioIo::new(stream), upstream.h2c, request).await,
+    }
+}
+
+async fn exchange<IO>(
+    io: IO,
+    h2c: bool,
+    request: Request<Tee>,
+) -> anyhow::Result<Response<Incoming>>
+where
+    IO: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    if h2c {
         let (mut sender, connection) =
             hyper::client::conn::http2::handshake(TokioExecutor::new(), io).await?;
         tokio::spawn(connection);

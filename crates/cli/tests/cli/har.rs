@@ -670,9 +670,13 @@ fn shifted_timestamps_are_sent_relative_to_the_present() {
 
 /// `barrage record` on a free port in front of `target`; its proxy address.
 fn start_recorder(target: &Target, har: &std::path::Path, extra: &[&str]) -> (Child, String) {
+    start_recorder_to(&format!("http://{}", target.addr), har, extra)
+}
+
+/// `barrage record` on a free port in front of `upstream`; its proxy address.
+fn start_recorder_to(upstream: &str, har: &std::path::Path, extra: &[&str]) -> (Child, String) {
     let mut child = Command::new(BIN)
-        .args(["record", "--listen", "127.0.0.1:0", "--upstream"])
-        .arg(format!("http://{}", target.addr))
+        .args(["record", "--listen", "127.0.0.1:0", "--upstream", upstream])
         .arg("-o")
         .arg(har)
         .args(extra)
@@ -838,15 +842,60 @@ fn the_recorder_speaks_http2_to_an_h2c_upstream() {
 }
 
 #[test]
+fn the_recorder_forwards_to_an_https_upstream_with_its_own_client() {
+    let _heavy = heavy_lock();
+    let target = Target::start_with(&["--threads", "1", "--tls"]);
+    let cert = target.cert_path.clone().expect("the target's certificate");
+    let upstream = format!("https://{}", target.addr);
+    let har = scratch_file("recorded-https.har", b"");
+    let (recorder, proxy) = start_recorder_to(&upstream, &har, &["--upstream-cacert", &cert]);
+    let s = quick_json(
+        &["-n", "2", "-c", "1", &format!("http://{proxy}/json")],
+        LIMIT,
+    );
+    assert_eq!(u(&s["status_codes"], "200"), 2, "{s:#}");
+    let stderr = stop_recorder(recorder, "INT");
+    assert!(stderr.contains("2 exchanges written"), "{stderr}");
+    let recorded = summary(&har);
+    let url = recorded["log"]["entries"][0]["request"]["url"]
+        .as_str()
+        .unwrap();
+    assert_eq!(url, format!("https://{}/json", target.addr));
+    // A certificate nobody said to trust: the client gets 502 and nothing is recorded.
+    let untrusted = scratch_file("recorded-untrusted.har", b"");
+    let (recorder, proxy) = start_recorder_to(&upstream, &untrusted, &[]);
+    let out = barrage(
+        &[
+            "quick",
+            "-n",
+            "1",
+            "-c",
+            "1",
+            "-o",
+            "json",
+            &format!("http://{proxy}/json"),
+        ],
+        LIMIT,
+    );
+    assert_eq!(u(&out.json()["status_codes"], "502"), 1, "{}", out.stdout);
+    let stderr = stop_recorder(recorder, "TERM");
+    assert!(stderr.contains("0 exchanges written"), "{stderr}");
+    assert!(
+        stderr.contains("(1 not answered by the upstream"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn the_recorder_refuses_bad_flags_with_one_line() {
     let har = scratch_file("never-written.har", b"");
     for (flag, value, says) in [
         (
             "--upstream",
-            "https://127.0.0.1:1",
-            "https upstreams are not supported",
+            "ftp://127.0.0.1:1",
+            "give an http:// or https:// URL",
         ),
-        ("--upstream", "nonsense", "give an http:// URL"),
+        ("--upstream", "nonsense", "give an http:// or https:// URL"),
         ("--listen", "here", "--listen: `here` is not an address"),
     ] {
         let mut args = vec![
