@@ -5,17 +5,21 @@
 #  - memory (--memory): bench/k6-idle.js with 1 and N idle VUs; memory per VU =
 #    (peak RSS with N - peak RSS with 1) / (N - 1).
 # Target: barrage target pinned to CPU 1; generators pinned to CPU 0 (barrage --threads 1).
-# Usage: bench/k6-vs-barrage.sh [--runs N] [--duration S] [--memory N] [--k6 PATH]
+#   --memory-duration S: how long the N-VU run lasts (default 8; barrage creates each VU at its
+#   first iteration, so at 10,000 VUs give it long enough that every VU started: the log
+#   prints the requests, at least N).
+# Usage: bench/k6-vs-barrage.sh [--runs N] [--duration S] [--memory N] [--memory-duration S] [--k6 PATH]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-RUNS=3; DURATION=10; MEMORY=""; K6="${K6:-$HOME/go/bin/k6}"
+RUNS=3; DURATION=10; MEMORY=""; MEMORY_DURATION=8; K6="${K6:-$HOME/go/bin/k6}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --runs) RUNS="$2"; shift 2 ;;
     --duration) DURATION="$2"; shift 2 ;;
     --memory) MEMORY="$2"; shift 2 ;;
+    --memory-duration) MEMORY_DURATION="$2"; shift 2 ;;
     --k6) K6="$2"; shift 2 ;;
-    -h|--help) sed -n 2,9p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
     *) die "unknown argument $1" ;;
   esac
 done
@@ -62,7 +66,7 @@ else
   for run in $(seq 1 "$RUNS"); do
     for gen in barrage k6; do
       read -r _ _ _ one < <(run_$gen "$BENCH_DIR/k6-idle.js" 1 5)
-      read -r n _ _ many < <(run_$gen "$BENCH_DIR/k6-idle.js" "$MEMORY" 8)
+      read -r n _ _ many < <(run_$gen "$BENCH_DIR/k6-idle.js" "$MEMORY" "$MEMORY_DURATION")
       per="$(awk -v a="$one" -v b="$many" -v v="$MEMORY" 'BEGIN { printf "%.1f", (b - a) / (v - 1) }')"
       log "run $run $gen: peak RSS 1 VU $one KiB, $MEMORY VUs $many KiB ($n requests): $per KiB per VU"
       if [[ $gen == barrage ]]; then mb+="$per "; else mk+="$per "; fi

@@ -7,17 +7,21 @@
 # against the processes' own spread, 3 standard deviations, and reported against 0.5 %),
 # achieved vs planned arrivals, per-tag p50/p99, and the threshold verdict.
 # Without namespaces (no root, or --loopback) the segments are processes on loopback.
-# Usage: bench/segments.sh [--segments 4] [--rate 1000] [--duration 20] [--loopback]
+# --runs R repeats the pair R times (interleaved: whole, segments, whole, ...) and reports each
+# run and the medians; the per-tag p50/p99 of the merged runs are set against the spread of the
+# one-process runs.
+# Usage: bench/segments.sh [--segments 4] [--rate 1000] [--duration 20] [--runs 1] [--loopback]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-SEGMENTS=4; RATE=1000; DURATION=20; LOOPBACK=0
+SEGMENTS=4; RATE=1000; DURATION=20; LOOPBACK=0; RUNS=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --segments) SEGMENTS="$2"; shift 2 ;;
     --rate) RATE="$2"; shift 2 ;;
     --duration) DURATION="$2"; shift 2 ;;
+    --runs) RUNS="$2"; shift 2 ;;
     --loopback) LOOPBACK=1; shift ;;
-    -h|--help) sed -n 2,11p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,14p "$0"; exit 0 ;;
     *) die "unknown argument $1" ;;
   esac
 done
@@ -83,57 +87,71 @@ SCRIPT="$BENCH_DIR/heartbeat-segments.js"
 FACTOR="$(awk -v r="$RATE" 'BEGIN { printf "%g", r / 1000 }')"
 common=(--target "http://$ADDR" --rate-factor "$FACTOR" --duration-limit "${DURATION}s" --threads 1 --seed 7)
 
-# The whole test, one process.
-in_ns "$(gen_ns "$SEGMENTS")" taskset -c "$GEN_CPU" "$BARRAGE" run "$SCRIPT" "${common[@]}" \
-  --results "$BENCH_TMP/whole.brr" > /dev/null 2> "$BENCH_TMP/whole.err" || [[ $? == 99 ]]
-# The same test as N segments, started together.
-START="$(( $(date +%s) + 3 ))"
-pids=()
-for i in $(seq 0 $((SEGMENTS - 1))); do
-  in_ns "$(gen_ns "$i")" taskset -c "$GEN_CPU" "$BARRAGE" run "$SCRIPT" "${common[@]}" \
-    --segment "$i/$SEGMENTS" --start-at "$START" --results "$BENCH_TMP/seg-$i.brr" \
-    > /dev/null 2> "$BENCH_TMP/seg-$i.err" &
-  pids+=($!)
+for run in $(seq 1 "$RUNS"); do
+  # The whole test, one process.
+  in_ns "$(gen_ns "$SEGMENTS")" taskset -c "$GEN_CPU" "$BARRAGE" run "$SCRIPT" "${common[@]}" \
+    --results "$BENCH_TMP/whole-$run.brr" > /dev/null 2> "$BENCH_TMP/whole.err" || [[ $? == 99 ]]
+  # The same test as N segments, started together.
+  START="$(( $(date +%s) + 3 ))"
+  pids=()
+  for i in $(seq 0 $((SEGMENTS - 1))); do
+    in_ns "$(gen_ns "$i")" taskset -c "$GEN_CPU" "$BARRAGE" run "$SCRIPT" "${common[@]}" \
+      --segment "$i/$SEGMENTS" --start-at "$START" --results "$BENCH_TMP/seg-$i.brr" \
+      > /dev/null 2> "$BENCH_TMP/seg-$i.err" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || [[ $? == 99 ]] || die "a segment failed: $(cat "$BENCH_TMP"/seg-*.err)"; done
+  "$BARRAGE" merge "$BENCH_TMP"/seg-*.brr -o "$BENCH_TMP/merged-$run.brr" >&2
+  for f in "whole-$run" "merged-$run"; do
+    code=0
+    "$BARRAGE" report "$BENCH_TMP/$f.brr" --json "$BENCH_TMP/$f.json" 2> /dev/null || code=$?
+    echo "$code" > "$BENCH_TMP/$f.code"
+  done
+  log "run $run of $RUNS done"
 done
-for p in "${pids[@]}"; do wait "$p" || [[ $? == 99 ]] || die "a segment failed: $(cat "$BENCH_TMP"/seg-*.err)"; done
-"$BARRAGE" merge "$BENCH_TMP"/seg-*.brr -o "$BENCH_TMP/merged.brr" >&2
-for f in whole merged; do
-  code=0
-  "$BARRAGE" report "$BENCH_TMP/$f.brr" --json "$BENCH_TMP/$f.json" 2> /dev/null || code=$?
-  echo "$code" > "$BENCH_TMP/$f.code"
-done
-python3 - "$BENCH_TMP" "$SEGMENTS" <<'EOF'
-import json, math, sys
-tmp, n = sys.argv[1], int(sys.argv[2])
-w, m = (json.load(open(f"{tmp}/{f}.json")) for f in ("whole", "merged"))
-codes = [open(f"{tmp}/{f}.code").read().strip() for f in ("whole", "merged")]
-ok = True
-def row(name, a, b, tol=None):
-    global ok
-    diff = (b - a) / a * 100 if a else 0.0
-    verdict = ""
-    if tol is not None:
-        good = abs(b - a) <= tol
-        ok &= good
-        verdict = f"within ±{tol:.0f} (3σ)" if good else f"OUTSIDE ±{tol:.0f} (3σ)"
-    print(f"| {name} | {a} | {b} | {diff:+.2f} % | {verdict} |")
-print(f"| figure | one process | {n} segments merged | difference | |")
-print("|---|---|---|---|---|")
-sw, sm = w["sessions"]["started"], m["sessions"]["started"]
-# Poisson arrivals: each total has sd sqrt(mean); their difference sqrt(2 mean).
-row("sessions started", sw, sm, 3 * math.sqrt(2 * sw))
-row("requests", w["requests"], m["requests"], 3 * math.sqrt(2 * sw) * w["requests"] / max(sw, 1) * 1.2)
-for label, s in (("one process", w), ("merged", m)):
-    a = s["arrivals"]
-    print(f"| arrivals achieved/planned ({label}) | {a['achieved']} / {a['planned']:.0f} | | {(a['achieved'] / a['planned'] - 1) * 100:+.2f} % | |")
+python3 - "$BENCH_TMP" "$SEGMENTS" "$RUNS" <<'EOF'
+import json, math, statistics, sys
+tmp, n, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+load = lambda f: json.load(open(f"{tmp}/{f}.json"))
+code = lambda f: open(f"{tmp}/{f}.code").read().strip()
+W = [load(f"whole-{r}") for r in range(1, runs + 1)]
+M = [load(f"merged-{r}") for r in range(1, runs + 1)]
+codes = [(code(f"whole-{r}"), code(f"merged-{r}")) for r in range(1, runs + 1)]
+med = statistics.median
 def pct(stats, q):
     return next((v for p, v in stats["percentiles"] if abs(p - q) < 1e-9), None)
-for t in w["tags"]:
-    tm = next(x for x in m["tags"] if x["tag"] == t["tag"])
-    for q in (50.0, 99.0):
-        print(f"| {t['tag']} p{q:g} µs | {pct(t['latency'], q)} | {pct(tm['latency'], q)} | | |")
-print(f"| threshold exit code | {codes[0]} | {codes[1]} | | {'same' if codes[0] == codes[1] else 'DIFFERENT'} |")
-print(f"| merged: segments, start spread | | {m['segments']['count']}, {m['segments']['start_spread_ns'] / 1e6:.1f} ms | | untrustworthy: {m['segments']['untrustworthy'] or 'none'} |")
-ok &= codes[0] == codes[1] and m["segments"]["count"] == n
+def diff(a, b):
+    return (b - a) / a * 100 if a else 0.0
+def rate(s):
+    return (s["arrivals"]["achieved"] / s["arrivals"]["planned"] - 1) * 100
+def trusted(s):
+    return s.get("trustworthy", True)
+ok = True
+print("| run | sessions one / merged | diff | requests one / merged | diff | arrivals vs plan, one | merged | exit codes one / merged | start spread | self-check failed (one; segments) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for r, (w, m) in enumerate(zip(W, M), 1):
+    print(f"| {r} | {w['sessions']['started']} / {m['sessions']['started']} | {diff(w['sessions']['started'], m['sessions']['started']):+.2f} % "
+          f"| {w['requests']} / {m['requests']} | {diff(w['requests'], m['requests']):+.2f} % "
+          f"| {rate(w):+.2f} % | {rate(m):+.2f} % "
+          f"| {codes[r - 1][0]} / {codes[r - 1][1]} | {m['segments']['start_spread_ns'] / 1e6:.1f} ms "
+          f"| {'no' if trusted(w) else 'YES'}; {m['segments']['untrustworthy'] or 'none'} |")
+    ok &= codes[r - 1][0] == codes[r - 1][1] and m["segments"]["count"] == n
+planned = W[0]["arrivals"]["planned"]
+# Poisson arrivals: one total has sd sqrt(planned); two independent totals differ by sqrt(2 planned).
+sd = math.sqrt(planned) / planned * 100
+print()
+print(f"Medians of {runs}: sessions merged vs one {med(diff(w['sessions']['started'], m['sessions']['started']) for w, m in zip(W, M)):+.2f} %, "
+      f"requests {med(diff(w['requests'], m['requests']) for w, m in zip(W, M)):+.2f} %; "
+      f"arrivals vs plan: one {med(rate(w) for w in W):+.2f} %, merged {med(rate(m) for m in M):+.2f} % "
+      f"(Poisson: one total's sd is {sd:.2f} % of the {planned:.0f} planned, a difference's {sd * math.sqrt(2):.2f} %).")
+print()
+print("| tag | p50 ms one: median (min–max) | p50 ms merged | p99 ms one | p99 ms merged |")
+print("|---|---|---|---|---|")
+for t in W[0]["tags"]:
+    name = t["tag"]
+    def spread(runs_, q):
+        v = [pct(next(x for x in s["tags"] if x["tag"] == name)["latency"], q) / 1000 for s in runs_]
+        return f"{med(v):.2f} ({min(v):.2f}–{max(v):.2f})"
+    print(f"| {name} | {spread(W, 50.0)} | {spread(M, 50.0)} | {spread(W, 99.0)} | {spread(M, 99.0)} |")
 sys.exit(0 if ok else 1)
 EOF

@@ -4,8 +4,13 @@
 //! CPU, never memory.
 
 use barrage_metrics::ErrorKind;
-use brotli_decompressor::{BrotliDecompressStream, BrotliResult, BrotliState, StandardAlloc};
-use flate2::{Decompress, FlushDecompress, Status};
+use brotli_decompressor::{
+    Allocator, BrotliDecompressStream, BrotliResult, BrotliState, SliceWrapper, SliceWrapperMut,
+    StandardAlloc,
+};
+use miniz_oxide::inflate::stream::{inflate, InflateState, MinReset};
+use miniz_oxide::{DataFormat, MZError, MZFlush, MZStatus};
+use std::cell::Cell;
 
 /// The default for how much of a body is kept for extractions and checks.
 pub const DEFAULT_MAX_BODY: usize = 4 * 1024 * 1024;
@@ -65,7 +70,77 @@ enum Decoding {
     Failed,
 }
 
-type Brotli = BrotliState<StandardAlloc, StandardAlloc, StandardAlloc>;
+type Brotli = BrotliState<BudgetedBytes, StandardAlloc, StandardAlloc>;
+
+/// The most brotli window (ring buffer) memory one thread's bodies may hold at once. A
+/// brotli stream declares its window, up to 16 MiB; 20 clients on a worker each decoding
+/// such a body would hold 320 MiB. Past this budget a body is not decoded (see
+/// [`BodySink::push`]).
+pub const BROTLI_BUDGET: usize = 32 * 1024 * 1024;
+
+thread_local! {
+    /// Brotli byte buffers alive on this thread, in bytes.
+    static BROTLI_IN_USE: Cell<usize> = const { Cell::new(0) };
+    /// Whether a brotli allocation was refused since the last look.
+    static BROTLI_REFUSED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The brotli decoder's byte allocator, held to [`BROTLI_BUDGET`] per thread: a refused
+/// allocation comes back empty, which the decoder reports as a failure.
+#[derive(Default, Clone, Copy)]
+struct BudgetedBytes;
+
+/// A byte buffer counted against its thread's brotli budget while it lives.
+#[derive(Default)]
+struct Counted(Box<[u8]>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        let len = self.0.len();
+        BROTLI_IN_USE.with(|used| used.set(used.get().saturating_sub(len)));
+    }
+}
+
+impl SliceWrapper<u8> for Counted {
+    fn slice(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl SliceWrapperMut<u8> for Counted {
+    fn slice_mut(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+}
+
+impl Allocator<u8> for BudgetedBytes {
+    type AllocatedMemory = Counted;
+
+    fn alloc_cell(&mut self, len: usize) -> Counted {
+        let granted = BROTLI_IN_USE.with(|used| {
+            let after = used.get().saturating_add(len);
+            let granted = after <= BROTLI_BUDGET;
+            if granted {
+                used.set(after);
+            }
+            granted
+        });
+        if !granted {
+            BROTLI_REFUSED.with(|refused| refused.set(true));
+            return Counted::default();
+        }
+        Counted(vec![0; len].into_boxed_slice())
+    }
+
+    fn free_cell(&mut self, data: Counted) {
+        drop(data);
+    }
+}
+
+/// Brotli byte buffers alive on this thread (for tests and diagnostics).
+pub fn brotli_bytes_in_use() -> usize {
+    BROTLI_IN_USE.with(Cell::get)
+}
 
 /// Where one response body goes. Keep one around: its buffers and inflater are reused.
 #[derive(Default)]
@@ -78,9 +153,16 @@ pub struct BodySink {
     body: Vec<u8>,
     decoded: u64,
     header: Vec<u8>,
-    inflate: Option<Box<Decompress>>,
+    /// Raw deflate, reset per body without zeroing its 32 KiB window: flate2's reset zeroes
+    /// it, and that was most of a small gzip response's decoding cost (BENCHMARKS.md). A
+    /// valid stream never reads window bytes it did not write; an invalid one that reaches
+    /// back past its start reads an earlier body of this target instead of zeros.
+    inflate: Option<Box<InflateState>>,
     /// Made per brotli body (its window is sized by the stream), dropped after it.
     brotli: Option<Box<Brotli>>,
+    /// Where decoded output lands, [`CHUNK`] bytes, made once and reused: a fresh zeroed
+    /// buffer per call cost a small gzip response about 10 % of its CPU.
+    out: Vec<u8>,
     /// Decoded bytes since the caller last gave other tasks a turn.
     unyielded: u64,
 }
@@ -176,6 +258,7 @@ impl BodySink {
         const INFLATER: usize = 48 * 1024;
         self.body.capacity()
             + self.header.capacity()
+            + self.out.capacity()
             + if self.inflate.is_some() { INFLATER } else { 0 }
     }
 
@@ -203,44 +286,47 @@ impl BodySink {
     fn header(&mut self, data: &[u8]) -> Result<(), ErrorKind> {
         if self.coding == ContentCoding::Br {
             self.brotli = Some(Box::new(BrotliState::new(
-                StandardAlloc::default(),
+                BudgetedBytes,
                 StandardAlloc::default(),
                 StandardAlloc::default(),
             )));
             self.decoding = Decoding::Stream;
             return self.decode(data);
         }
-        self.header.extend_from_slice(data);
+        // Most bodies bring their whole header in the first piece: read it in place.
+        let in_place = self.header.is_empty();
+        if !in_place {
+            self.header.extend_from_slice(data);
+        }
+        let seen: &[u8] = if in_place { data } else { &self.header };
         let start = match self.coding {
             ContentCoding::Gzip => {
-                if self
-                    .header
-                    .iter()
-                    .zip([0x1f, 0x8b, 8])
-                    .any(|(a, b)| *a != b)
-                {
+                if seen.iter().zip([0x1f, 0x8b, 8]).any(|(a, b)| *a != b) {
                     self.decoding = Decoding::Failed;
                     return Ok(());
                 }
-                match gzip_payload(&self.header) {
+                match gzip_payload(seen) {
                     Some(start) => start,
-                    None if self.header.len() > MAX_GZIP_HEADER => {
+                    None if seen.len() > MAX_GZIP_HEADER => {
                         self.decoding = Decoding::Failed;
                         return Ok(());
                     }
-                    None => return Ok(()),
+                    None => return self.keep_header(in_place, data),
                 }
             }
-            _ => match self.header[..] {
-                [cmf, flg, ..] => 2 * usize::from(has_zlib_header(cmf, flg)),
-                _ => return Ok(()),
+            _ => match seen {
+                [cmf, flg, ..] => 2 * usize::from(has_zlib_header(*cmf, *flg)),
+                _ => return self.keep_header(in_place, data),
             },
         };
         let inflate = self
             .inflate
-            .get_or_insert_with(|| Box::new(Decompress::new(false)));
-        inflate.reset(false);
+            .get_or_insert_with(|| InflateState::new_boxed(DataFormat::Raw));
+        inflate.reset_as(MinReset);
         self.decoding = Decoding::Stream;
+        if in_place {
+            return self.decode(&data[start..]);
+        }
         let header = std::mem::take(&mut self.header);
         let result = self.decode(&header[start..]);
         self.header = header;
@@ -248,15 +334,38 @@ impl BodySink {
         result
     }
 
+    /// Keeps an incomplete header (read in place) for the next piece to complete.
+    fn keep_header(&mut self, in_place: bool, data: &[u8]) -> Result<(), ErrorKind> {
+        if in_place {
+            self.header.extend_from_slice(data);
+        }
+        Ok(())
+    }
+
     /// Decodes `input` chunk by chunk, counting (and keeping) what comes out.
-    fn decode(&mut self, mut input: &[u8]) -> Result<(), ErrorKind> {
-        let mut out = [0u8; CHUNK];
+    fn decode(&mut self, input: &[u8]) -> Result<(), ErrorKind> {
+        let mut out = std::mem::take(&mut self.out);
+        out.resize(CHUNK, 0);
+        let result = self.decode_into(input, &mut out);
+        self.out = out;
+        result
+    }
+
+    fn decode_into(&mut self, mut input: &[u8], out: &mut [u8]) -> Result<(), ErrorKind> {
         loop {
-            let (consumed, produced, ended) = match self.step(input, &mut out) {
+            let (consumed, produced, ended) = match self.step(input, out) {
                 Some(step) => step,
                 None => {
                     self.decoding = Decoding::Failed;
-                    return Ok(());
+                    self.brotli = None;
+                    // A window past the thread's brotli budget: a kept body cannot be had
+                    // within bounded memory; a counted one stays at its wire size.
+                    let refused = BROTLI_REFUSED.with(|refused| refused.replace(false));
+                    return if refused && self.keep {
+                        Err(ErrorKind::BodyTooLarge)
+                    } else {
+                        Ok(())
+                    };
                 }
             };
             input = &input[consumed..];
@@ -310,12 +419,16 @@ impl BodySink {
                 )),
             };
         }
-        let inflate = self.inflate.as_deref_mut()?;
-        let (before_in, before_out) = (inflate.total_in(), inflate.total_out());
-        let status = inflate.decompress(input, out, FlushDecompress::None).ok()?;
-        let consumed = (inflate.total_in() - before_in) as usize;
-        let produced = (inflate.total_out() - before_out) as usize;
-        Some((consumed, produced, status == Status::StreamEnd))
+        let state = self.inflate.as_deref_mut()?;
+        let result = inflate(state, input, out, MZFlush::None);
+        let ended = match result.status {
+            Ok(status) => status == MZStatus::StreamEnd,
+            // No progress possible with this input and room: the caller tells a stream
+            // that needs more input from one that is stuck.
+            Err(MZError::Buf) => false,
+            Err(_) => return None,
+        };
+        Some((result.bytes_consumed, result.bytes_written, ended))
     }
 }
 
@@ -377,6 +490,66 @@ mod tests {
                 assert_eq!(sink.decoded_len(), Some(text.len() as u64));
             }
         }
+    }
+
+    #[test]
+    fn a_reused_inflater_decodes_each_body_alone_also_after_a_corrupt_one() {
+        let mut sink = BodySink::default();
+        let first = gzip(b"first body, long enough to fill some of the window");
+        let mut corrupt = gzip(b"second body");
+        corrupt[10] = 0xff; // block type 3: reserved, invalid
+        for (wire, expected) in [
+            (
+                &first,
+                Some(&b"first body, long enough to fill some of the window"[..]),
+            ),
+            (&corrupt, None),
+            (&gzip(b"third"), Some(&b"third"[..])),
+        ] {
+            sink.start(true, 1 << 20);
+            feed(&mut sink, ContentCoding::Gzip, wire, wire.len()).unwrap();
+            assert_eq!(sink.body(), expected);
+        }
+    }
+
+    #[test]
+    fn brotli_windows_past_the_thread_budget_are_refused_not_allocated() {
+        // 17 MiB in a 16 MiB window: the first meta-block is not the last, so the decoder
+        // wants the whole window.
+        let data = vec![0u8; 17 << 20];
+        let mut br = Vec::new();
+        {
+            let mut w = brotli::CompressorWriter::new(&mut br, 1 << 16, 1, 24);
+            w.write_all(&data).unwrap();
+        }
+        let head = &br[..br.len() / 2];
+        let mut sinks: Vec<BodySink> = (0..3).map(|_| BodySink::default()).collect();
+        for (i, sink) in sinks.iter_mut().enumerate() {
+            sink.start(i == 2, 1 << 30);
+            sink.set_coding(ContentCoding::Br);
+            let pushed = sink.push(head);
+            // The first fits; the second would pass the budget and is not decoded; the
+            // third wanted its body kept, and cannot have it.
+            let expected = if i == 2 {
+                Err(ErrorKind::BodyTooLarge)
+            } else {
+                Ok(())
+            };
+            assert_eq!(pushed, expected, "sink {i}");
+            assert!(brotli_bytes_in_use() <= BROTLI_BUDGET);
+        }
+        assert!(
+            brotli_bytes_in_use() >= 16 << 20,
+            "the first holds its window"
+        );
+        sinks[0].push(&br[br.len() / 2..]).unwrap();
+        assert_eq!(sinks[0].decoded_len(), Some(17 << 20));
+        assert_eq!(
+            sinks[1].decoded_len(),
+            None,
+            "not decoded: counted at wire size"
+        );
+        assert_eq!(brotli_bytes_in_use(), 0, "every window given back");
     }
 
     #[test]

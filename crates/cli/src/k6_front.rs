@@ -19,14 +19,26 @@ pub struct K6Args {
     env: Vec<String>,
 }
 
+/// A k6 script ready to run: its plan and its VUs.
+pub struct K6Run {
+    pub plan: Plan,
+    pub factory: barrage_k6::K6Factory,
+}
+
+impl K6Run {
+    /// The VUs as the engine takes them.
+    pub fn vus(&self) -> SharedVuFactory {
+        Arc::new(self.factory.clone())
+    }
+}
+
 /// The k6 script at `path` compiled and overridden: `Ok(None)` when it is not a k6
 /// script, `Err(code)` when it failed with k6's exit code (the reason printed).
-#[allow(clippy::type_complexity)]
 pub fn load(
     path: &Path,
     args: &K6Args,
     overrides: &Overrides,
-) -> anyhow::Result<Result<Option<(Plan, Option<SharedVuFactory>)>, i32>> {
+) -> anyhow::Result<Result<Option<K6Run>, i32>> {
     match args.compat.as_deref() {
         None => {
             if !barrage_k6::is_k6_file(path) {
@@ -59,6 +71,8 @@ pub fn load(
     };
     let mut plan = test.plan;
     overrides.apply(&mut plan)?;
-    let factory: SharedVuFactory = Arc::new(test.factory);
-    Ok(Ok(Some((plan, Some(factory)))))
+    Ok(Ok(Some(K6Run {
+        plan,
+        factory: test.factory,
+    })))
 }

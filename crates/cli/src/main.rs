@@ -34,6 +34,7 @@ use runner::RunOptions;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use usage::{exit, usage, UsageError};
 
@@ -367,8 +368,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 }
 
 fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
-    let (plan, scripted) = match k6_front::load(&args.file, &args.k6, &args.overrides.resolve()?)? {
-        Ok(Some(test)) => test,
+    let (plan, k6) = match k6_front::load(&args.file, &args.k6, &args.overrides.resolve()?)? {
+        Ok(Some(test)) => {
+            let vus = test.vus();
+            (test.plan, Some((vus, test.factory)))
+        }
         Ok(None) => (
             scenario::prepare(&args.file, &args.overrides.resolve()?)?,
             None,
@@ -393,10 +397,15 @@ fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
         &args.record,
         runner::progress_wanted(),
     )?;
-    spec.options.scripted = scripted;
+    spec.options.scripted = k6.as_ref().map(|(vus, _)| Arc::clone(vus));
     let (finished, files) = spec.run()?;
     print_out(&render_run(&finished.summary))?;
     record::keep(&args.record, &finished, files)?;
+    // k6: `test.abort()` ends the test with 108 whatever else happened.
+    if let Some(reason) = k6.and_then(|(_, factory)| factory.aborted()) {
+        eprintln!("error: {reason}");
+        return Ok(exit::SCRIPT_ABORTED);
+    }
     Ok(finished.exit_code())
 }
 

@@ -5,7 +5,7 @@ use crate::usage::usage;
 use crate::values;
 use barrage_plan::{
     ArrivalRate, Body, ClosedVus, Credentials, Header, HeaderField, Method, Plan, Proxy,
-    RequestStep, Session, Step, Target, TestOptions, Value, Workload, DEFAULT_MAX_REDIRECTS,
+    RequestStep, Session, Step, Target, TestOptions, Value, Workload, GO_CLIENT_MAX_REDIRECTS,
     PLAN_FORMAT_VERSION,
 };
 use clap::Args;
@@ -56,7 +56,7 @@ pub struct QuickArgs {
     /// Accept header
     #[arg(short = 'A')]
     pub accept: Option<String>,
-    /// User-Agent header
+    /// User-Agent: sent as "VALUE barrage/VERSION" (hey appends its own agent the same way)
     #[arg(short = 'U')]
     pub user_agent: Option<String>,
     /// Host header (the connection still goes to the URL's host)
@@ -136,6 +136,26 @@ fn set_header(headers: &mut Vec<Header>, name: &str, value: &str) {
     });
 }
 
+/// hey's `-a`, by its pattern `^(.+):([^\s].+)`: the user is everything before the last
+/// colon that leaves a password of two or more characters not starting with a space.
+fn hey_credentials(text: &str) -> Option<Credentials> {
+    if text.contains('\n') {
+        return None;
+    }
+    text.char_indices()
+        .filter(|&(at, c)| c == ':' && at > 0)
+        .map(|(at, _)| (&text[..at], &text[at + 1..]))
+        .rfind(|(_, password)| {
+            password.chars().count() >= 2 && !password.starts_with(char::is_whitespace)
+        })
+        .map(|(username, password)| Credentials {
+            username: username.to_string(),
+            password: password.to_string(),
+        })
+}
+
+/// hey's `-H`, by its pattern `^([\w-]+):\s*(.+)`: a name of ASCII letters, digits, `_` and
+/// `-` right before the colon, and a value that is not empty.
 fn parse_header(raw: &str) -> anyhow::Result<Header> {
     let Some((name, value)) = raw.split_once(':') else {
         return Err(usage(format!(
@@ -146,10 +166,24 @@ fn parse_header(raw: &str) -> anyhow::Result<Header> {
         name: name.trim().to_string(),
         value: value.trim().to_string(),
     };
-    match header.problem() {
-        Some(problem) => Err(usage(format!("-H: {problem}"))),
-        None => Ok(header),
+    if let Some(problem) = header.problem() {
+        return Err(usage(format!("-H: {problem}")));
     }
+    let hey_name = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !hey_name {
+        return Err(usage(format!(
+            "-H: `{raw}`: hey takes header names of letters, digits, `_` and `-` only, right before the colon"
+        )));
+    }
+    if header.value.is_empty() {
+        return Err(usage(format!(
+            "-H: `{raw}`: the value is empty (hey needs one)"
+        )));
+    }
+    Ok(header)
 }
 
 /// Compiles the flags into a plan. Pure: reads the body file, touches nothing else.
@@ -168,9 +202,9 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
         d => d,
     };
     let basic_auth = match &args.basic_auth {
-        Some(pair) => {
-            Some(Credentials::parse_pair(pair).ok_or_else(|| usage("-a: expected user:password"))?)
-        }
+        Some(pair) => Some(hey_credentials(pair).ok_or_else(|| {
+            usage("-a: expected user:password (a password of two characters or more, as hey)")
+        })?),
         None => Credentials::from_url(&args.url),
     };
     let mut headers = Vec::new();
@@ -190,9 +224,21 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
         let header = parse_header(raw)?;
         set(&header.name, &header.value);
     }
+    // hey (rakyll/hey master, hey.go) appends its own agent to a User-Agent given by -H or
+    // -U (-U wins): `-U x` sends `x hey/0.0.1`. barrage appends its own in the same way.
+    let from_header = headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("User-Agent"))
+        .map(|h| h.value.clone());
+    let user_agent = args
+        .user_agent
+        .clone()
+        .or(from_header)
+        .map(|ua| format!("{ua} {}", barrage_engine::USER_AGENT));
+    let mut set = |name: &str, value: &str| set_header(&mut headers, name, value);
     for (flag, name, value) in [
         ("-A", "Accept", &args.accept),
-        ("-U", "User-Agent", &args.user_agent),
+        ("-U", "User-Agent", &user_agent),
         ("-host", "Host", &args.host),
     ] {
         if let Some(value) = value {
@@ -247,11 +293,14 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
                 .as_deref()
                 .map(|g| values::duration_flag("--grace", g, false))
                 .transpose()?,
+            // hey (Go's client) sends at most 10 requests per chain and calls a 10th
+            // redirect an error; -disable-redirects returns the first response as it is.
             max_redirects: if args.disable_redirects {
                 0
             } else {
-                DEFAULT_MAX_REDIRECTS
+                GO_CLIENT_MAX_REDIRECTS
             },
+            too_many_redirects_is_error: !args.disable_redirects,
             basic_auth,
             proxy: args
                 .proxy
@@ -372,11 +421,30 @@ mod tests {
                 value: Value::text("text/html")
             }]
         );
-        assert_eq!(p.options.max_redirects, 10);
+        assert_eq!(p.options.max_redirects, 9);
+        assert!(p.options.too_many_redirects_is_error);
         assert_eq!(p.options.basic_auth, Credentials::parse_pair("u:p@ss"));
-        let p = plan(&["--disable-redirects", "-a", "a:b", "http://u:p@h/"]).unwrap();
+        let p = plan(&["--disable-redirects", "-a", "a:bc", "http://u:p@h/"]).unwrap();
         assert_eq!(p.options.max_redirects, 0);
-        assert_eq!(p.options.basic_auth, Credentials::parse_pair("a:b"));
+        assert!(!p.options.too_many_redirects_is_error);
+        assert_eq!(p.options.basic_auth, Credentials::parse_pair("a:bc"));
+    }
+
+    #[test]
+    fn a_and_h_parse_by_heys_patterns() {
+        let pair = |text| hey_credentials(text).map(|c| (c.username, c.password));
+        let owned = |u: &str, p: &str| Some((u.to_string(), p.to_string()));
+        assert_eq!(pair("user:pass"), owned("user", "pass"));
+        assert_eq!(pair("a:b:cd"), owned("a:b", "cd"));
+        assert_eq!(pair("a:bc:d"), owned("a", "bc:d"));
+        assert_eq!(pair("u:p@ss"), owned("u", "p@ss"));
+        for bad in ["u:p", ":pw", "u: pw", "nocolon", "u:"] {
+            assert_eq!(pair(bad), None, "{bad}");
+        }
+        assert!(parse_header("X-A_1: v").is_ok());
+        for bad in [" X: v", "X : v", "X.Y: v", "X:", "X:  ", ": v"] {
+            assert!(parse_header(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -408,11 +476,33 @@ mod tests {
             vec![
                 ("content-type".into(), Value::text("a/b")),
                 ("Accept".into(), Value::text("application/json")),
-                ("User-Agent".into(), Value::text("ua/1")),
+                (
+                    "User-Agent".into(),
+                    Value::text(format!("ua/1 {}", barrage_engine::USER_AGENT))
+                ),
                 ("Host".into(), Value::text("example.test")),
             ]
         );
         assert_eq!(p.options.threads, Some(3));
+        // hey appends its agent to a User-Agent from -H as well; -U wins over -H.
+        let agent_of = |args: &[&str]| {
+            let p = plan(args).unwrap();
+            let Step::Request(r) = &p.sessions[0].steps[0] else {
+                panic!("a request step")
+            };
+            let h = r.headers.iter().find(|h| h.name == "User-Agent");
+            h.map(|h| h.value.clone())
+        };
+        let ours = barrage_engine::USER_AGENT;
+        assert_eq!(
+            agent_of(&["-H", "User-Agent: h/1", "http://h/"]),
+            Some(Value::text(format!("h/1 {ours}")))
+        );
+        assert_eq!(
+            agent_of(&["-H", "User-Agent: h/1", "-U", "u/2", "http://h/"]),
+            Some(Value::text(format!("u/2 {ours}")))
+        );
+        assert_eq!(agent_of(&["http://h/"]), None);
         assert!(flag_error(&["--cpus", "0", "http://h/"]).contains("'--cpus "));
         assert!(usage_message(&["--host", "a\u{1}b", "http://h/"]).starts_with("-host:"));
     }
@@ -427,7 +517,7 @@ mod tests {
             "-T",
             "application/json",
             "-a",
-            "u:p",
+            "u:pw",
             "-H",
             "X-A: 1",
             "--disable-keepalive",
@@ -454,7 +544,7 @@ mod tests {
                 .basic_auth
                 .as_ref()
                 .map(Credentials::basic_header_value),
-            Some("Basic dTpw".into())
+            Some("Basic dTpwdw==".into())
         );
         assert!(!p.options.keep_alive && !p.options.compression);
         assert_eq!(p.options.request_timeout, Duration::from_millis(500));

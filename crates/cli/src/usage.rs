@@ -26,6 +26,8 @@ pub mod exit {
     pub const RUNTIME: i32 = 1;
     pub const USAGE: i32 = 2;
     pub const THRESHOLDS_FAILED: i32 = 99;
+    /// A k6 script called `test.abort()` (k6's code).
+    pub const SCRIPT_ABORTED: i32 = 108;
     /// `barrage compare --fail-on`: a figure regressed past a rule.
     pub const REGRESSION: i32 = 3;
     pub const INTERRUPTED_TWICE: i32 = 130;

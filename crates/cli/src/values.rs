@@ -9,28 +9,14 @@ use std::fmt::Display;
 use std::str::FromStr;
 use std::time::Duration;
 
-/// Clients, connections and virtual users: each costs memory and usually a socket.
-pub const MAX_CLIENTS: u64 = 1_000_000;
-/// Requests or iterations in total.
-pub const MAX_COUNT: u64 = 1_000_000_000_000;
-/// Requests (or arrivals) per second.
-pub const MAX_RATE: f64 = 1e9;
+pub use barrage_plan::limits::{
+    MAX_CLIENTS, MAX_COUNT, MAX_DURATION, MAX_H2_WINDOW, MAX_POOL_SIZE, MAX_RATE, MAX_THREADS,
+    MAX_TIMEOUT, MIN_RATE, MIN_TIMEOUT,
+};
 /// A factor on every arrival rate.
 pub const MAX_RATE_FACTOR: f64 = 1e6;
-/// Worker threads of the generator or the bundled target.
-pub const MAX_THREADS: usize = 1024;
-/// Connections per worker in the shared model.
-pub const MAX_POOL_SIZE: u32 = 1 << 24;
-/// HTTP/2 windows and stream counts (RFC 9113 §6.5.2, §6.9.1: 2^31 - 1).
-pub const MAX_H2_WINDOW: u32 = (1 << 31) - 1;
 /// Rows of `barrage history`.
 pub const MAX_HISTORY_ROWS: usize = 1_000_000;
-/// The longest run, stage, limit or TTL.
-pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
-/// The longest per-request timeout (and what `-t 0`, "none", means).
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
-/// The shortest per-request timeout other than 0 (none).
-pub const MIN_TIMEOUT: Duration = Duration::from_millis(1);
 
 /// A whole number in `min..=max`.
 pub fn integer<T>(text: &str, min: T, max: T) -> Result<T, String>
@@ -82,7 +68,13 @@ pub fn count(text: &str) -> Result<u64, String> {
 
 /// `-q`.
 pub fn rate(text: &str) -> Result<f64, String> {
-    positive_number(text, MAX_RATE)
+    let rate = positive_number(text, MAX_RATE)?;
+    match barrage_plan::limits::check_rate(rate) {
+        Ok(rate) => Ok(rate),
+        Err(_) => Err(format!(
+            "`{text}` must be a number from {MIN_RATE:e} to {MAX_RATE}"
+        )),
+    }
 }
 
 /// `--rate-factor`.

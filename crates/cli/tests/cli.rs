@@ -463,7 +463,7 @@ fn method_headers_body_and_auth_land_in_the_plan() {
         "-H",
         "X-Test: yes",
         "-a",
-        "u:p",
+        "u:pw",
         "-T",
         "application/json",
         "-t",
@@ -483,7 +483,7 @@ fn method_headers_body_and_auth_land_in_the_plan() {
     assert_eq!(plan_header(r, "X-Test"), Some("yes"), "{plan:#}");
     assert_eq!(
         plan["options"]["basic_auth"],
-        serde_json::json!({"username": "u", "password": "p"})
+        serde_json::json!({"username": "u", "password": "pw"})
     );
     assert_eq!(plan_header(r, "Content-Type"), Some("application/json"));
     assert_eq!(plan["options"]["keep_alive"], false);

@@ -44,6 +44,9 @@ pub(crate) struct Client {
     pub(crate) connect_failures: u32,
     /// Scripted VUs: the origin its connection goes to.
     pub(crate) script_origin: Option<crate::scripted_client::ScriptOrigin>,
+    /// Its way to the last origin other than the target it went to (a cross-origin
+    /// redirect), with that origin's connection; boxed: most clients never go elsewhere.
+    pub(crate) other_origin: Option<Box<crate::origins::OtherOrigin>>,
 }
 
 /// How a session ended.
@@ -101,6 +104,7 @@ impl Client {
             jar: worker.run.plan.cookies.then(Box::default),
             connect_failures: 0,
             script_origin: None,
+            other_origin: None,
         }
     }
 

@@ -64,6 +64,8 @@ pub(crate) struct CompiledPlan {
     pub target: barrage_plan::Target,
     /// Whether requests ask for compressed responses.
     pub accept_gzip: bool,
+    /// Keep latency per status code (a threshold filters latency by status).
+    pub latency_by_status: bool,
 }
 
 /// Why a plan cannot be compiled for execution.
@@ -107,6 +109,7 @@ impl CompiledPlan {
             accept_gzip: plan.options.compression,
             headers: &headers,
             max_redirects: plan.options.max_redirects,
+            too_many_redirects_is_error: plan.options.too_many_redirects_is_error,
             cookies: plan.options.cookies,
             target_prefix: target_prefix.as_deref(),
         };
@@ -148,6 +151,7 @@ impl CompiledPlan {
             target_prefix,
             target: plan.target.clone(),
             accept_gzip: plan.options.compression,
+            latency_by_status: plan.metrics.thresholds.iter().any(|t| t.status.is_some()),
         })
     }
 
@@ -156,6 +160,7 @@ impl CompiledPlan {
         let mut metrics = RunMetrics::new(self.tag_count)
             .with_checks(self.checks.iter().map(|(n, f)| (n.clone(), *f)));
         metrics.custom = CustomMetrics::new(self.custom.iter().map(|(n, k)| (n.clone(), *k)));
+        metrics.latency_by_status = self.latency_by_status;
         metrics
     }
 

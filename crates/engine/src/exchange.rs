@@ -13,6 +13,7 @@ use crate::worker::Worker;
 use barrage_http::{AnyConnection, Capture, Captured, Exchange};
 use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord};
 use barrage_plan::HttpDebug;
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 /// A completed exchange and the timings around it that the connection cannot know.
@@ -47,15 +48,25 @@ impl Attempt {
 enum Hop {
     /// The request's final response or failure: whether it succeeded.
     Done(bool),
-    /// A redirect to follow, to this path on the same origin.
-    Redirect(String),
+    /// A redirect to follow.
+    Redirect(redirect::Next),
+}
+
+/// A redirect chain so far: when it was meant to start and the setup time of the last
+/// connection it opened (what hey's per-request CSV row reports for the whole chain).
+struct Chain {
+    intended: Instant,
+    connect: Option<Duration>,
+    tls: Option<Duration>,
 }
 
 impl Client {
     /// Sends `request`, records it, and extracts from its response. Returns false when the
     /// request failed: a transport error, or a status of 400 or more. Redirects are
     /// followed up to the request's limit, each hop a request of its own (timed from its own
-    /// start, recorded under the same tag); extractions read the final response.
+    /// start, recorded under the same tag), to any origin (another one's through the
+    /// client's other-origin connection, see `origins.rs`); extractions read the final
+    /// response.
     pub(crate) async fn request(
         &mut self,
         worker: &Worker,
@@ -76,49 +87,78 @@ impl Client {
         let mut start = intended;
         let mut hops_left = request.max_redirects;
         let mut with_cookies = self.jar.is_some().then(|| worker.request_buffers.take());
+        // The hop's URL when it goes to an origin other than the plan target.
+        let mut elsewhere: Option<url::Url> = None;
+        let mut chain = Chain {
+            intended,
+            connect: None,
+            tls: None,
+        };
         let ok = loop {
             let sending = match (&mut self.jar, &mut with_cookies) {
-                (Some(jar), Some(buffer)) => {
-                    let url = worker
-                        .run
-                        .plan
-                        .origin
-                        .as_ref()
-                        .and_then(|origin| origin.url(redirect::request_path(&bytes)));
-                    match url {
-                        Some(url) if jar.add_to(&url, &bytes, buffer) => &buffer[..],
-                        _ => &bytes[..],
-                    }
-                }
+                (Some(jar), Some(buffer)) => match hop_url(worker, elsewhere.as_ref(), &bytes) {
+                    Some(url) if jar.add_to(&url, &bytes, buffer) => &buffer[..],
+                    _ => &bytes[..],
+                },
                 _ => &bytes[..],
             };
-            match self
-                .hop(worker, request, sending, start, request_id, hops_left > 0)
-                .await
-            {
-                Hop::Done(ok) => break ok,
-                Hop::Redirect(path) => {
-                    hops_left -= 1;
-                    let mut next = worker.request_buffers.take();
-                    let referer = worker
-                        .run
-                        .plan
-                        .origin
-                        .as_ref()
-                        .map_or_else(String::new, |o| o.url_of(redirect::request_path(&bytes)));
-                    let status = self.state.last_status;
-                    let path = match &worker.run.plan.target_prefix {
-                        Some(prefix) => format!("{prefix}{path}"),
-                        None => path,
-                    };
-                    redirect::next_request(&bytes, status, &path, &referer, &mut next);
-                    let capacity = bytes.capacity();
-                    worker
-                        .request_buffers
-                        .give(std::mem::replace(&mut bytes, next), capacity);
-                    start = Instant::now();
+            let hop = self
+                .hop(
+                    worker,
+                    request,
+                    sending,
+                    start,
+                    request_id,
+                    hops_left,
+                    elsewhere.as_ref(),
+                    &mut chain,
+                )
+                .await;
+            let Hop::Redirect(next) = hop else {
+                let Hop::Done(ok) = hop else { unreachable!() };
+                break ok;
+            };
+            hops_left -= 1;
+            start = Instant::now();
+            let Some(from) = hop_url(worker, elsewhere.as_ref(), &bytes) else {
+                break false;
+            };
+            let plan = &worker.run.plan;
+            let settings = &worker.run.connection;
+            let on_target = plan.origin.as_ref().is_some_and(|o| o.holds(&next.url));
+            let target = if on_target {
+                redirect::target_path(&next.url, plan.target_prefix.as_deref())
+            } else {
+                match self.route_to_other(worker, &next.url).await {
+                    Ok(other) => other.request_target(&next.url),
+                    Err(kind) => {
+                        let prepared = bytes.len() as u64;
+                        worker.record_error(request.tag, start, kind, prepared, 0, request_id);
+                        break false;
+                    }
                 }
-            }
+            };
+            let host = redirect::authority(&next.url);
+            let referer = redirect::referer_of(&from);
+            let proxy_authorization = settings
+                .proxy_authorization
+                .as_deref()
+                .filter(|_| next.url.scheme() == "http");
+            let facts = redirect::Hop::between(
+                &from,
+                &next,
+                &target,
+                Some(&host),
+                &referer,
+                proxy_authorization,
+            );
+            let mut next_bytes = worker.request_buffers.take();
+            redirect::next_request(&bytes, self.state.last_status, &facts, &mut next_bytes);
+            let capacity = bytes.capacity();
+            worker
+                .request_buffers
+                .give(std::mem::replace(&mut bytes, next_bytes), capacity);
+            elsewhere = (!on_target).then_some(next.url);
         };
         let capacity = bytes.capacity();
         worker.request_buffers.give(bytes, capacity);
@@ -129,8 +169,10 @@ impl Client {
         ok
     }
 
-    /// One exchange of `bytes`: sends, records, and either extracts (the final response) or
-    /// returns the redirect to follow, when `may_redirect`.
+    /// One exchange of `bytes` (to the plan target, or `elsewhere`, through the client's
+    /// other-origin connection): sends, records, and either extracts (the final response)
+    /// or returns the redirect to follow while `hops_left`.
+    #[allow(clippy::too_many_arguments)]
     async fn hop(
         &mut self,
         worker: &Worker,
@@ -138,11 +180,15 @@ impl Client {
         bytes: &[u8],
         intended: Instant,
         request_id: Option<u64>,
-        may_redirect: bool,
+        hops_left: u32,
+        elsewhere: Option<&url::Url>,
+        chain: &mut Chain,
     ) -> Hop {
         let decode = worker.run.connection.decode_responses;
         let debug = worker.run.plan.http_debug.as_ref().and_then(|p| p.claim());
         let debug_headers = debug.map(|_| http_debug::capture_list(&request.extraction.headers));
+        // Outside the timeout, so that a request cut off by it still counts what arrived.
+        let received = Cell::new(0);
         let wanted = Wanted {
             headers: debug_headers
                 .as_deref()
@@ -150,6 +196,8 @@ impl Client {
             body: request.extraction.body || debug == Some(HttpDebug::Full),
             expects_body: request.expects_body,
             addrs: None,
+            connector: None,
+            received: &received,
         };
         let mut captured = (decode
             || !request.extraction.is_empty()
@@ -165,6 +213,21 @@ impl Client {
             tag: request.tag,
         };
         let outcome = tokio::time::timeout(worker.run.timeout, async {
+            if let (Some(_), Some(other)) = (elsewhere, self.other_origin.as_deref_mut()) {
+                let wanted = Wanted {
+                    addrs: Some(&other.addrs),
+                    connector: Some(&other.connector),
+                    ..wanted
+                };
+                return attempt(
+                    &mut other.connection,
+                    worker,
+                    bytes,
+                    &wanted,
+                    captured.as_deref_mut(),
+                )
+                .await;
+            }
             match &worker.connections.pool {
                 None => {
                     attempt(
@@ -202,8 +265,43 @@ impl Client {
                 let phases = attempt.phases();
                 let exchange = attempt.exchange;
                 if !(exchange.keep_alive && worker.run.keep_alive) {
-                    self.connection = None;
+                    self.drop_connection(elsewhere.is_some());
                 }
+                if phases.connect.is_some() {
+                    (chain.connect, chain.tls) = (phases.connect, phases.tls);
+                }
+                let here = (request.cookie_header.is_some() || request.location_header.is_some())
+                    .then(|| hop_url(worker, elsewhere, bytes))
+                    .flatten();
+                if let (Some(index), Some(jar), Some(captured), Some(url)) = (
+                    request.cookie_header,
+                    &mut self.jar,
+                    captured.as_deref(),
+                    here.as_ref(),
+                ) {
+                    jar.store(url, captured.header_values(index));
+                }
+                let next = match (request.location_header, captured.as_deref(), &here) {
+                    (Some(index), Some(captured), Some(here))
+                        if redirect::is_redirect(exchange.status) =>
+                    {
+                        captured
+                            .header(index)
+                            .and_then(|location| redirect::resolve(here, location))
+                    }
+                    _ => None,
+                };
+                if next.is_some() && hops_left == 0 && request.too_many_redirects_is_error {
+                    // Go's client (hey): "stopped after 10 redirects", an error for the
+                    // whole chain, the last response unread by the caller.
+                    self.forget_response(worker, request, captured);
+                    let kind = ErrorKind::TooManyRedirects;
+                    let (sent, received) = (exchange.bytes_sent, exchange.bytes_received);
+                    let done_at = exchange.done_at;
+                    worker.record_error(request.tag, done_at, kind, sent, received, request_id);
+                    return Hop::Done(false);
+                }
+                let next = next.filter(|_| hops_left > 0);
                 let record = ResponseRecord {
                     tag: request.tag,
                     second: worker.second_of(exchange.done_at),
@@ -219,7 +317,16 @@ impl Client {
                         .and_then(Captured::decoded_len)
                         .unwrap_or(exchange.body_bytes),
                 };
-                worker.record_response(&record, request_id);
+                let chain_record = next.is_none().then(|| ResponseRecord {
+                    latency: exchange.done_at.saturating_duration_since(chain.intended),
+                    phases: PhaseTimings {
+                        connect: chain.connect,
+                        tls: chain.tls,
+                        ..record.phases
+                    },
+                    ..record
+                });
+                worker.record_response(&record, request_id, chain_record.as_ref());
                 self.state.last_status = exchange.status;
                 self.state.last_response = LastResponse {
                     duration: record.latency,
@@ -240,28 +347,8 @@ impl Client {
                     http_debug::print(&http_debug::render(level, bytes, Ok(shown)));
                 }
                 if let Some(captured) = captured {
-                    if let (Some(index), Some(jar)) = (request.cookie_header, &mut self.jar) {
-                        let url = worker
-                            .run
-                            .plan
-                            .origin
-                            .as_ref()
-                            .and_then(|origin| origin.url(redirect::request_path(bytes)));
-                        if let Some(url) = url {
-                            jar.store(&url, captured.header_values(index));
-                        }
-                    }
-                    let redirect = may_redirect && redirect::is_redirect(exchange.status);
-                    let location = request
-                        .location_header
-                        .filter(|_| redirect)
-                        .and_then(|index| captured.header(index))
-                        .and_then(|location| {
-                            let origin = worker.run.plan.origin.as_ref()?;
-                            origin.resolve(redirect::request_path(bytes), location)
-                        });
-                    match location {
-                        Some(path) => hop = Hop::Redirect(path),
+                    match next {
+                        Some(next) => hop = Hop::Redirect(next),
                         None => {
                             let failures = request.extraction.apply(&captured, &mut self.state);
                             if failures > 0 {
@@ -280,15 +367,17 @@ impl Client {
         if let Some(level) = debug {
             http_debug::print(&http_debug::render(level, bytes, Err(kind)));
         }
-        self.connection = None;
-        self.state.last_status = 0;
-        self.state.last_response = LastResponse::default();
-        request.extraction.unset(&mut self.state);
-        if let Some(captured) = captured {
-            let held = captured.retained_bytes();
-            worker.captures.give(captured, held);
-        }
-        worker.record_error(request.tag, Instant::now(), kind, prepared, request_id);
+        self.drop_connection(elsewhere.is_some());
+        self.forget_response(worker, request, captured);
+        let received = received.get();
+        worker.record_error(
+            request.tag,
+            Instant::now(),
+            kind,
+            prepared,
+            received,
+            request_id,
+        );
         if matches!(
             kind,
             ErrorKind::Refused | ErrorKind::Connect | ErrorKind::LocalFdLimit
@@ -305,13 +394,53 @@ impl Client {
     }
 }
 
+impl Client {
+    /// A request that ends as an error leaves no response: no status, no timings, its
+    /// extractions unset; its capture buffer goes back to the pool.
+    fn forget_response(
+        &mut self,
+        worker: &Worker,
+        request: &CompiledRequest,
+        captured: Option<Box<Captured>>,
+    ) {
+        self.state.last_status = 0;
+        self.state.last_response = LastResponse::default();
+        request.extraction.unset(&mut self.state);
+        if let Some(captured) = captured {
+            let held = captured.retained_bytes();
+            worker.captures.give(captured, held);
+        }
+    }
+
+    /// Closes the connection a hop used: the other-origin one, or the target's.
+    fn drop_connection(&mut self, elsewhere: bool) {
+        match (elsewhere, self.other_origin.as_deref_mut()) {
+            (true, Some(other)) => other.connection = None,
+            _ => self.connection = None,
+        }
+    }
+}
+
+/// The URL of a hop: `elsewhere`, or the request line's path on the plan target.
+fn hop_url(worker: &Worker, elsewhere: Option<&url::Url>, bytes: &[u8]) -> Option<url::Url> {
+    match elsewhere {
+        Some(url) => Some(url.clone()),
+        None => worker
+            .run
+            .plan
+            .origin
+            .as_ref()
+            .and_then(|origin| origin.url(redirect::request_path(bytes))),
+    }
+}
+
 /// A request on its way. When the client's future is dropped while it waits (the run's end,
 /// a second stop signal, a grace period that ran out, a VU ramped down), dropping this counts
 /// the request as interrupted, so a target that never answers shows as unanswered requests
 /// instead of nothing. A finished request forgets it.
-struct OpenRequest<'a> {
-    worker: &'a Worker,
-    tag: usize,
+pub(crate) struct OpenRequest<'a> {
+    pub worker: &'a Worker,
+    pub tag: usize,
 }
 
 impl Drop for OpenRequest<'_> {
@@ -342,6 +471,11 @@ pub(crate) struct Wanted<'a> {
     /// Addresses to connect to instead of the plan target's (a scripted request to another
     /// host).
     pub addrs: Option<&'a [std::net::SocketAddr]>,
+    /// How to connect instead of the run's connector (another origin: its TLS name,
+    /// tunnel).
+    pub connector: Option<&'a barrage_http::Connector>,
+    /// Where the response bytes read so far are added as they arrive.
+    pub received: &'a Cell<u64>,
 }
 
 pub(crate) async fn attempt(
@@ -359,8 +493,9 @@ pub(crate) async fn attempt(
         if !reused {
             let settings = &worker.run.connection;
             let local = worker.connections.next_local(settings);
+            let connector = wanted.connector.unwrap_or(&settings.connector);
             let opened = match (wanted.addrs, settings.dns_ttl) {
-                (Some(addrs), _) => Box::pin(settings.connector.open(addrs, local)).await?,
+                (Some(addrs), _) => Box::pin(connector.open(addrs, local)).await?,
                 (None, None) => {
                     let addrs = worker.run.addrs.as_ref().as_ref().map_err(|kind| *kind)?;
                     // Boxed: connecting (TCP, TLS, HTTP/2 handshakes) happens once per
@@ -403,6 +538,7 @@ pub(crate) async fn attempt(
                 bytes,
                 wanted.expects_body,
                 capture.as_mut(),
+                wanted.received,
             )
             .await
         {

@@ -20,6 +20,7 @@ mod cookies;
 mod exchange;
 mod executor;
 mod http_debug;
+mod origins;
 mod pool;
 mod protocol;
 mod redirect;
@@ -32,6 +33,7 @@ mod session;
 mod snapshots;
 mod worker;
 
+pub use barrage_http::USER_AGENT;
 pub use compile::CompileError;
 pub use control::{LiveCounters, LiveSnapshot, RunControl, StopSignal};
 pub use protocol::connector;

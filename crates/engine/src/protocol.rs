@@ -31,42 +31,48 @@ fn destination(plan: &Plan) -> &Target {
         .map_or(&plan.target, |proxy| &proxy.target)
 }
 
-/// The connector every worker of `plan`'s run opens connections with.
-pub fn connector(plan: &Plan) -> Result<Connector, TlsConfigError> {
-    let options = &plan.options;
-    let version = match options.http {
+fn version_of(plan: &Plan) -> Version {
+    match plan.options.http {
         HttpVersion::Http1 => Version::Http1,
         HttpVersion::Http2 => Version::Http2,
         HttpVersion::Auto => Version::Auto,
-    };
+    }
+}
+
+/// The plan's TLS options as the HTTP layer's settings.
+fn tls_settings(plan: &Plan) -> TlsSettings {
+    let tls = &plan.options.tls;
+    let min = tls.min_version.unwrap_or(TlsVersion::Tls12);
+    let max = tls.max_version.unwrap_or(TlsVersion::Tls13);
+    let in_range = |v: TlsVersion| min <= v && v <= max;
+    TlsSettings {
+        ca_file: tls.ca_file.as_ref().map(PathBuf::from),
+        insecure: tls.insecure,
+        client_cert: match (&tls.client_cert, &tls.client_key) {
+            (Some(cert), Some(key)) => Some((PathBuf::from(cert), PathBuf::from(key))),
+            (Some(cert), None) => Some((PathBuf::from(cert), PathBuf::from(cert))),
+            _ => None,
+        },
+        tls12: in_range(TlsVersion::Tls12),
+        tls13: in_range(TlsVersion::Tls13),
+        resumption: tls.session_resumption,
+        alpn: match version_of(plan) {
+            Version::Http1 => Alpn::Http1,
+            // Offer both even when h2 is required, so a server without it answers
+            // with http/1.1 and the failure can say so (rather than a bare alert).
+            Version::Http2 | Version::Auto => Alpn::Both,
+        },
+        server_name: tls.server_name.clone(),
+    }
+}
+
+/// The connector every worker of `plan`'s run opens connections with.
+pub fn connector(plan: &Plan) -> Result<Connector, TlsConfigError> {
+    let options = &plan.options;
+    let version = version_of(plan);
     let tls = match plan.target.scheme {
         Scheme::Http => None,
-        Scheme::Https => {
-            let tls = &options.tls;
-            let min = tls.min_version.unwrap_or(TlsVersion::Tls12);
-            let max = tls.max_version.unwrap_or(TlsVersion::Tls13);
-            let in_range = |v: TlsVersion| min <= v && v <= max;
-            let settings = TlsSettings {
-                ca_file: tls.ca_file.as_ref().map(PathBuf::from),
-                insecure: tls.insecure,
-                client_cert: match (&tls.client_cert, &tls.client_key) {
-                    (Some(cert), Some(key)) => Some((PathBuf::from(cert), PathBuf::from(key))),
-                    (Some(cert), None) => Some((PathBuf::from(cert), PathBuf::from(cert))),
-                    _ => None,
-                },
-                tls12: in_range(TlsVersion::Tls12),
-                tls13: in_range(TlsVersion::Tls13),
-                resumption: tls.session_resumption,
-                alpn: match version {
-                    Version::Http1 => Alpn::Http1,
-                    // Offer both even when h2 is required, so a server without it answers
-                    // with http/1.1 and the failure can say so (rather than a bare alert).
-                    Version::Http2 | Version::Auto => Alpn::Both,
-                },
-                server_name: tls.server_name.clone(),
-            };
-            Some(TlsClient::new(&settings, &plan.target.host)?)
-        }
+        Scheme::Https => Some(TlsClient::new(&tls_settings(plan), &plan.target.host)?),
     };
     // Through a proxy, an https:// target is reached through a CONNECT tunnel.
     let tunnel = match (&options.proxy, plan.target.scheme) {
@@ -107,13 +113,30 @@ pub(crate) struct ConnectionSettings {
     pub decode_responses: bool,
     /// The most body bytes kept (decoded) for extractions; more is `body_too_large`.
     pub max_body: usize,
+    /// TLS for `https://` origins other than the target (cross-origin redirects): the
+    /// run's TLS options and session cache, presenting each origin's own name. `None` when
+    /// they cannot be built for a plain-HTTP target's run (a hop to https then fails as
+    /// `tls`).
+    pub other_origin_tls: Option<TlsClient>,
+    /// The proxy's `Proxy-Authorization`, when requests go through one with credentials.
+    pub proxy_authorization: Option<String>,
+    /// Whether connections go to a proxy (its addresses are the run's).
+    pub proxied: bool,
 }
 
 impl ConnectionSettings {
     pub(crate) fn new(plan: &Plan) -> Result<ConnectionSettings, TlsConfigError> {
         let connections = &plan.options.connections;
+        let connector = connector(plan)?;
+        let other_origin_tls = match &connector.tls {
+            Some(tls) => Some(tls.clone()),
+            None => TlsClient::new(&tls_settings(plan), "localhost").ok(),
+        };
         Ok(ConnectionSettings {
-            connector: connector(plan)?,
+            other_origin_tls,
+            proxy_authorization: plan.options.proxy.as_ref().and_then(|p| p.authorization()),
+            proxied: plan.options.proxy.is_some(),
+            connector,
             model: connections.model,
             pool_size: connections.pool_size.max(1) as usize,
             max_streams: plan.options.http2.max_concurrent_streams,

@@ -135,17 +135,21 @@ impl Sampler {
     }
 
     /// Maybe keeps `record` of the request with id counter `request_id`, `at_ms` into the run.
+    /// hey's CSV keeps one row per redirect chain, `chain`, when this response ends one.
     pub(crate) fn response(
         &mut self,
         record: &ResponseRecord,
+        chain: Option<&ResponseRecord>,
         request_id: Option<u64>,
         at_ms: f64,
     ) {
-        if !self.take() {
+        if self.sink.format == LineFormat::HeyCsv {
+            if let Some(chain) = chain.filter(|_| self.take()) {
+                self.hey_csv_row(chain, at_ms);
+            }
             return;
         }
-        if self.sink.format == LineFormat::HeyCsv {
-            self.hey_csv_row(record, at_ms);
+        if !self.take() {
             return;
         }
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
@@ -266,7 +270,7 @@ mod tests {
         ));
         let mut sampler = Sampler::new(Arc::clone(&sink), 0, "0000abcd-0-".into());
         for i in 0..10_000u32 {
-            sampler.response(&record(), Some(u64::from(i)), f64::from(i));
+            sampler.response(&record(), None, Some(u64::from(i)), f64::from(i));
         }
         sampler.flush();
         sink.finish().unwrap();
@@ -296,7 +300,7 @@ mod tests {
         let mut sampler = Sampler::new(Arc::clone(&sink), 2, "0000abcd-2-".into());
         sampler.error(0, ErrorKind::Timeout, Some(0x2710), 1.0);
         // The plan set its own X-Request-Id: not barrage's id to report.
-        sampler.response(&record(), None, 2.0);
+        sampler.response(&record(), None, None, 2.0);
         sampler.flush();
         sink.finish().unwrap();
         let lines = lines(&shared);
@@ -308,7 +312,7 @@ mod tests {
     }
 
     #[test]
-    fn hey_csv_has_heys_header_and_one_row_per_response_without_errors() {
+    fn hey_csv_has_heys_header_and_one_row_per_redirect_chain_without_errors() {
         let shared = Shared::default();
         let sink = Arc::new(SampleSink::hey_csv(Box::new(shared.clone())));
         let mut sampler = Sampler::new(Arc::clone(&sink), 0, "x-".into());
@@ -320,11 +324,16 @@ mod tests {
             wait: Duration::from_micros(1000),
             read: Duration::from_micros(200),
         };
-        sampler.response(&first, Some(0), 2001.5);
+        sampler.response(&first, Some(&first), Some(0), 2001.5);
         sampler.error(0, ErrorKind::Timeout, Some(1), 2002.0);
+        // A redirect hop that does not end its chain writes no row; the chain's end writes
+        // the chain's record.
+        let mut hop = record();
+        hop.status = 302;
+        sampler.response(&hop, None, Some(2), 2999.0);
         let mut second = record();
         second.status = 404;
-        sampler.response(&second, Some(2), 3000.0);
+        sampler.response(&record(), Some(&second), Some(3), 3000.0);
         sampler.flush();
         sink.finish().unwrap();
         let text = String::from_utf8(shared.0.lock().unwrap().clone()).unwrap();

@@ -82,6 +82,9 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
     if let (Some(file), None) = (&plan.options.scripted_body, &control.scripted) {
         return Err(EngineError::ScriptedWithoutVus(file.clone()));
     }
+    if let Some(factory) = &control.scripted {
+        factory.attach(&control.stop);
+    }
     let compiled = Arc::new(CompiledPlan::compile(plan)?);
     let connection = ConnectionSettings::new(plan).map_err(|e| EngineError::Tls(e.to_string()))?;
     let addrs = Arc::new(

@@ -105,6 +105,9 @@ pub trait VuFactory: Send + Sync + std::fmt::Debug {
     /// `__VU`). A VU may be dropped in the middle of an iteration (the run's hard stop): it
     /// must then wind its iteration down itself.
     fn create(&self) -> Result<Box<dyn ScriptedVu>, String>;
+    /// Called once as the run starts with its stop signal (a script may stop the test
+    /// itself, k6's `test.abort()`).
+    fn attach(&self, _stop: &Arc<crate::control::StopSignal>) {}
 }
 
 /// A run's scripted body, when its iterations are scripts rather than plan sessions.

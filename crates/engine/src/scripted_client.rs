@@ -4,13 +4,14 @@
 //! records the checks and metric samples it reports.
 
 use crate::client::Client;
-use crate::exchange::{attempt, Wanted};
+use crate::exchange::{attempt, OpenRequest, Wanted};
 use crate::scripted::{
     ScriptRequest, ScriptResponse, ScriptTimings, ScriptedVu, VuEvent, VuInput, VuStep,
     CAPTURED_HEADERS,
 };
 use crate::worker::Worker;
 use barrage_metrics::{ErrorKind, ResponseRecord};
+use std::cell::Cell;
 use std::net::SocketAddr;
 use std::time::Instant;
 
@@ -146,11 +147,19 @@ impl Client {
         let headers: &[String] = &worker.scripted_headers;
         let addrs = self.script_origin.as_ref().and_then(|o| o.addrs.as_deref());
         let timeout = request.timeout.unwrap_or(worker.run.timeout);
+        let received = Cell::new(0);
         let wanted = Wanted {
             expects_body: request.method != "HEAD",
             headers,
             body: true,
             addrs,
+            connector: None,
+            received: &received,
+        };
+        // Dropped with the iteration (the run's end) while it waits: counted as interrupted.
+        let open = OpenRequest {
+            worker,
+            tag: SCRIPT_TAG,
         };
         let outcome = tokio::time::timeout(
             timeout,
@@ -163,6 +172,7 @@ impl Client {
             ),
         )
         .await;
+        std::mem::forget(open);
         let prepared = bytes.len() as u64;
         let capacity = bytes.capacity();
         worker.request_buffers.give(bytes, capacity);
@@ -189,7 +199,7 @@ impl Client {
                     body_bytes: exchange.body_bytes,
                     decoded_body_bytes: captured.decoded_len().unwrap_or(exchange.body_bytes),
                 };
-                worker.record_response(&record, None);
+                worker.record_response(&record, None, Some(&record));
                 let response = ScriptResponse {
                     status: exchange.status,
                     headers: CAPTURED_HEADERS
@@ -224,7 +234,8 @@ impl Client {
         self.connection = None;
         let held = captured.retained_bytes();
         worker.captures.give(captured, held);
-        worker.record_error(SCRIPT_TAG, Instant::now(), kind, prepared, None);
+        let received = received.get();
+        worker.record_error(SCRIPT_TAG, Instant::now(), kind, prepared, received, None);
         failed(kind.description())
     }
 
@@ -269,8 +280,16 @@ impl Client {
 
 /// The request's HTTP/1.1 bytes (the HTTP/2 connection re-frames them).
 fn write_request(worker: &Worker, request: &ScriptRequest, url: &Split<'_>, out: &mut Vec<u8>) {
-    use std::io::Write;
-    let _ = write!(out, "{} {} HTTP/1.1\r\n", request.method, url.path);
+    out.extend_from_slice(request.method.as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(url.path.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    let mut line = |name: &str, value: &str| {
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    };
     let has = |name: &str| {
         request
             .headers
@@ -284,25 +303,21 @@ fn write_request(worker: &Worker, request: &ScriptRequest, url: &Split<'_>, out:
     );
     for (name, value) in defaults {
         if let Some(value) = value.filter(|_| !has(name)) {
-            let _ = write!(out, "{name}: {value}\r\n");
+            line(name, value);
         }
     }
     for (name, value) in &request.headers {
-        let _ = write!(out, "{name}: {value}\r\n");
+        line(name, value);
     }
     if url.userinfo && !has("authorization") {
         if let Some(credentials) = barrage_plan::Credentials::from_url(&request.url) {
-            let _ = write!(
-                out,
-                "Authorization: {}\r\n",
-                credentials.basic_header_value()
-            );
+            line("Authorization", &credentials.basic_header_value());
         }
     }
     let sends_length =
         !request.body.is_empty() || barrage_http::method_sends_length(&request.method);
     if sends_length && !has("content-length") {
-        let _ = write!(out, "Content-Length: {}\r\n", request.body.len());
+        line("Content-Length", &request.body.len().to_string());
     }
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(&request.body);

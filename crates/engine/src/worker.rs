@@ -313,17 +313,26 @@ impl Worker {
     /// Records a response; `request_id` is the counter of the request's `X-Request-Id`
     /// (`None` when the plan set its own header), for the sample log.
     #[inline]
-    pub(crate) fn record_response(&self, record: &ResponseRecord, request_id: Option<u64>) {
+    ///
+    /// `chain` is the record of the whole redirect chain when this response ends one (the
+    /// response itself when nothing redirected): hey's CSV writes a row per chain.
+    pub(crate) fn record_response(
+        &self,
+        record: &ResponseRecord,
+        request_id: Option<u64>,
+        chain: Option<&ResponseRecord>,
+    ) {
         self.metrics.borrow_mut().record_response(record);
         self.live().add_response();
         if let Some(sampler) = &self.sampler {
             sampler
                 .borrow_mut()
-                .response(record, request_id, self.millis_into_run());
+                .response(record, chain, request_id, self.millis_into_run());
         }
     }
 
-    /// Records a failed request (`request_id` as for [`Worker::record_response`]).
+    /// Records a failed request (`request_id` as for [`Worker::record_response`]) and the
+    /// response bytes that arrived before it failed.
     #[inline]
     pub(crate) fn record_error(
         &self,
@@ -331,11 +340,16 @@ impl Worker {
         at: Instant,
         kind: ErrorKind,
         bytes_sent: u64,
+        bytes_received: u64,
         request_id: Option<u64>,
     ) {
-        self.metrics
-            .borrow_mut()
-            .record_error(tag, self.second_of(at), kind, bytes_sent);
+        let second = self.second_of(at);
+        let mut metrics = self.metrics.borrow_mut();
+        metrics.record_error(tag, second, kind, bytes_sent);
+        if bytes_received > 0 {
+            metrics.record_error_received(tag, second, bytes_received);
+        }
+        drop(metrics);
         self.live().add_error();
         if let Some(sampler) = &self.sampler {
             sampler

@@ -7,6 +7,7 @@ use crate::classify::classify_io_error;
 use crate::framing::{parse_head_limited, BodyFraming, ChunkedDecoder, DEFAULT_MAX_HEADERS};
 use crate::stream::{connect_from, Stream};
 use barrage_metrics::ErrorKind;
+use std::cell::Cell;
 use std::io;
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -105,8 +106,24 @@ impl Connection {
         buffers: &ReadBuffers,
         request: &[u8],
         expects_body: bool,
-        mut capture: Option<&mut Capture<'_>>,
+        capture: Option<&mut Capture<'_>>,
     ) -> Result<Exchange, ErrorKind> {
+        self.exchange_counted(buffers, request, expects_body, capture, &Cell::new(0))
+            .await
+    }
+
+    /// [`exchange`](Self::exchange), adding every response byte read to `received` as it
+    /// arrives: a caller that drops the exchange (its timeout) still knows what came.
+    pub async fn exchange_counted(
+        &mut self,
+        buffers: &ReadBuffers,
+        request: &[u8],
+        expects_body: bool,
+        mut capture: Option<&mut Capture<'_>>,
+        received: &Cell<u64>,
+    ) -> Result<Exchange, ErrorKind> {
+        let counted_before = received.get();
+        let count = |n: usize| received.set(received.get() + n as u64);
         self.response_started = false;
         if let Some(capture) = capture.as_deref_mut() {
             capture.start();
@@ -127,7 +144,6 @@ impl Connection {
 
         // Read until the head is complete, skipping interim 1xx responses.
         let mut filled = 0;
-        let mut received = 0u64;
         let mut first_byte_at = None;
         let head = loop {
             if filled > 0 {
@@ -162,7 +178,7 @@ impl Connection {
             let n = self.read_into(&mut buf[filled..]).await?;
             first_byte_at.get_or_insert_with(Instant::now);
             filled += n;
-            received += n as u64;
+            count(n);
         };
         let first_byte_at = first_byte_at.unwrap_or(written_at);
         let mut keep_alive = head.keep_alive;
@@ -180,7 +196,7 @@ impl Connection {
                 body_bytes = take as u64;
                 while remaining > 0 {
                     let n = self.read_into(&mut buf[..]).await?;
-                    received += n as u64;
+                    count(n);
                     let take = (n as u64).min(remaining) as usize;
                     sink(&mut capture, &buf[..take])?;
                     yield_if_busy(&mut capture).await;
@@ -218,7 +234,7 @@ impl Connection {
                     }
                     let n = self.read_into(&mut buf[filled..]).await?;
                     filled += n;
-                    received += n as u64;
+                    count(n);
                 }
             }
             BodyFraming::UntilClose => {
@@ -230,7 +246,7 @@ impl Connection {
                         Ok(n) => n,
                         Err(e) => return Err(classify_io_error(&e, false)),
                     };
-                    received += n as u64;
+                    count(n);
                     body_bytes += n as u64;
                     sink(&mut capture, &buf[..n])?;
                     yield_if_busy(&mut capture).await;
@@ -243,7 +259,7 @@ impl Connection {
             status: head.status,
             keep_alive,
             bytes_sent: request.len() as u64,
-            bytes_received: received,
+            bytes_received: received.get() - counted_before,
             body_bytes,
             written_at,
             first_byte_at,

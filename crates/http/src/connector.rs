@@ -11,6 +11,7 @@ use crate::stream::{connect_from, Stream};
 use crate::tls::TlsClient;
 use crate::tunnel::{open_tunnel, Tunnel};
 use barrage_metrics::ErrorKind;
+use std::cell::Cell;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -51,7 +52,9 @@ impl AnyConnection {
         }
     }
 
-    /// Sends `request` (encoded HTTP/1.1 bytes) and reads the whole response.
+    /// Sends `request` (encoded HTTP/1.1 bytes) and reads the whole response, adding the
+    /// response bytes to `received` as they arrive (they count also when the caller drops
+    /// the exchange at its timeout).
     #[inline]
     pub async fn exchange(
         &mut self,
@@ -59,13 +62,20 @@ impl AnyConnection {
         request: &[u8],
         expects_body: bool,
         capture: Option<&mut Capture<'_>>,
+        received: &Cell<u64>,
     ) -> Result<Exchange, ErrorKind> {
         match self {
-            AnyConnection::Http1(c) => c.exchange(buffers, request, expects_body, capture).await,
+            AnyConnection::Http1(c) => {
+                c.exchange_counted(buffers, request, expects_body, capture, received)
+                    .await
+            }
             // Not boxed: the HTTP/2 exchange's state (224 bytes) is smaller than the
             // HTTP/1.1 one's (296), so inline it costs HTTP/1.1 clients nothing and saves an
             // allocation per request.
-            AnyConnection::Http2(c) => c.exchange(request, expects_body, capture).await,
+            AnyConnection::Http2(c) => {
+                c.exchange_counted(request, expects_body, capture, received)
+                    .await
+            }
         }
     }
 }

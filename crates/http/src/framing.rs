@@ -1,5 +1,7 @@
 //! HTTP/1.1 response framing: the head, and where the body ends (length, chunked, or close).
 
+use std::mem::MaybeUninit;
+
 /// How many headers a response may carry before it is called malformed, unless set.
 pub const DEFAULT_MAX_HEADERS: usize = 256;
 
@@ -57,11 +59,13 @@ pub fn parse_head_limited(
     on_header: impl FnMut(&str, &[u8]),
 ) -> Result<Option<ResponseHead>, FramingError> {
     if max_headers <= DEFAULT_MAX_HEADERS {
-        let mut headers = [httparse::EMPTY_HEADER; DEFAULT_MAX_HEADERS];
+        // Uninitialised: zeroing 256 slots (8 KiB) per parse was a measurable share of a
+        // small response's cost (BENCHMARKS.md, "CPU per request, old vs new").
+        let mut headers = [const { MaybeUninit::uninit() }; DEFAULT_MAX_HEADERS];
         parse_into(buf, expects_body, &mut headers[..max_headers], on_header)
     } else {
         // Only when asked for more than the default: a head of that many is rare.
-        let mut headers = vec![httparse::EMPTY_HEADER; max_headers];
+        let mut headers = vec![MaybeUninit::uninit(); max_headers];
         parse_into(buf, expects_body, &mut headers, on_header)
     }
 }
@@ -69,11 +73,16 @@ pub fn parse_head_limited(
 fn parse_into<'b>(
     buf: &'b [u8],
     expects_body: bool,
-    headers: &mut [httparse::Header<'b>],
+    headers: &mut [MaybeUninit<httparse::Header<'b>>],
     mut on_header: impl FnMut(&str, &[u8]),
 ) -> Result<Option<ResponseHead>, FramingError> {
-    let mut response = httparse::Response::new(headers);
-    let head_len = match response.parse(buf) {
+    let mut response = httparse::Response::new(&mut []);
+    let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut response,
+        buf,
+        headers,
+    );
+    let head_len = match parsed {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(e) => return Err(FramingError::Head(e.to_string())),

@@ -37,7 +37,7 @@ pub use framing::{
 pub use h2::{H2Connection, H2Id, H2Settings};
 pub use request::{
     default_headers, is_clean_path, is_header_value_byte, is_path_byte, is_token,
-    method_sends_length, RequestBytes, RequestError, RequestSpec,
+    method_sends_length, RequestBytes, RequestError, RequestSpec, USER_AGENT,
 };
 pub use resolve::resolve;
 pub use stream::{connect_from, Stream};

@@ -96,6 +96,9 @@ pub fn is_path_byte(byte: u8) -> bool {
     byte > 0x20 && byte != 0x7f
 }
 
+/// The `User-Agent` every request carries unless the plan sets one.
+pub const USER_AGENT: &str = concat!("barrage/", env!("CARGO_PKG_VERSION"));
+
 /// The headers barrage sends unless the request gives its own of the same name, in order;
 /// `None` means the header is not sent with these settings.
 pub fn default_headers(
@@ -105,10 +108,7 @@ pub fn default_headers(
 ) -> [(&'static str, Option<&str>); 5] {
     [
         ("Host", Some(authority)),
-        (
-            "User-Agent",
-            Some(concat!("barrage/", env!("CARGO_PKG_VERSION"))),
-        ),
+        ("User-Agent", Some(USER_AGENT)),
         ("Accept", Some("*/*")),
         (
             "Accept-Encoding",

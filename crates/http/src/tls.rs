@@ -197,6 +197,17 @@ impl TlsClient {
         })
     }
 
+    /// The same configuration (and session cache) presenting `host` instead: for a
+    /// connection to another origin than the target (a cross-origin redirect).
+    pub fn for_host(&self, host: &str) -> Result<TlsClient, TlsConfigError> {
+        let server_name = ServerName::try_from(host.to_string())
+            .map_err(|_| TlsConfigError::BadServerName(host.to_string()))?;
+        Ok(TlsClient {
+            connector: self.connector.clone(),
+            server_name,
+        })
+    }
+
     /// Runs the handshake over `tcp`.
     pub async fn handshake(&self, tcp: TcpStream) -> Result<Stream, ErrorKind> {
         match self.connector.connect(self.server_name.clone(), tcp).await {

@@ -5,7 +5,14 @@ use regex::Regex;
 use std::sync::OnceLock;
 
 /// The k6 modules this front end implements.
-pub const SUPPORTED_MODULES: &[&str] = &["k6", "k6/http", "k6/metrics"];
+pub const SUPPORTED_MODULES: &[&str] = &[
+    "k6",
+    "k6/http",
+    "k6/metrics",
+    "k6/data",
+    "k6/execution",
+    "k6/encoding",
+];
 
 fn import_pattern() -> &'static Regex {
     static PATTERN: OnceLock<Regex> = OnceLock::new();
@@ -38,6 +45,21 @@ pub fn imports(source: &str) -> Vec<(u32, String)> {
             Some((line, module.as_str().to_string()))
         })
         .collect()
+}
+
+/// Whether `source` may use typed arrays (`ArrayBuffer`, `Uint8Array`, ..., `DataView`,
+/// binary `open()` or responses): a VU's context then gets them (they cost each VU 18 KiB of
+/// QuickJS heap, so scripts that never name them go without).
+pub fn uses_typed_arrays(source: &str) -> bool {
+    static PATTERN: OnceLock<Regex> = OnceLock::new();
+    PATTERN
+        .get_or_init(|| {
+            Regex::new(
+                r#"ArrayBuffer|DataView|Atomics|(?:Uint|Int|Float|BigInt|BigUint)(?:8|16|32|64)(?:Clamped)?Array|["']b["']|binary|k6/encoding|k6/crypto"#,
+            )
+            .expect("valid pattern")
+        })
+        .is_match(source)
 }
 
 /// The first import of a module this front end does not implement: line and module.
@@ -75,5 +97,16 @@ mod tests {
             vec![(1, "k6".into()), (2, "k6/metrics".into())]
         );
         assert_eq!(unsupported_import("import http from 'k6/http';"), None);
+    }
+
+    #[test]
+    fn typed_arrays_are_given_to_scripts_that_name_them() {
+        assert!(uses_typed_arrays("const b = open('./f.bin', 'b');"));
+        assert!(uses_typed_arrays("new Uint8Array(4)"));
+        assert!(uses_typed_arrays("x instanceof ArrayBuffer"));
+        assert!(uses_typed_arrays("{ responseType: 'binary' }"));
+        assert!(!uses_typed_arrays(
+            "http.get(`${BASE}/ping`); check(r, {a: 1});"
+        ));
     }
 }

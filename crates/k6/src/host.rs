@@ -1,13 +1,23 @@
 //! The natives a k6 script's modules call (`globalThis.__k6`): requests and sleeps that
 //! suspend the VU's coroutine, checks and metric samples recorded as engine events, custom
-//! metric declarations, console output. In the init context (evaluating `options` at start)
-//! requests and sleeps are errors, as in k6.
+//! metric declarations, console output, `open()`, `SharedArray` elements, `k6/execution`'s
+//! iteration number and `test.abort()`. In the init context requests and sleeps are errors;
+//! outside it `open()` is, as in k6.
 
+use crate::shared::{RunShared, SharedElements};
 use barrage_engine::{ScriptRequest, ScriptResponse, VuEvent, VuStep};
-use barrage_plan::{MetricDecl, MetricKind};
-use rquickjs::{Ctx, Exception, Function, Object};
+use barrage_plan::{limits, MetricDecl, MetricKind};
+use rquickjs::class::{JsClass, Readable, Trace, Tracer};
+use rquickjs::{
+    ArrayBuffer, Class, Constructor, Ctx, Exception, Function, JsLifetime, Object, Value,
+};
 use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
+
+/// What an exception thrown by `test.abort()` says (the VU tells it from script errors).
+const ABORTED: &str = "test aborted";
 
 /// Where the natives send what the script asks for.
 pub(crate) trait Host {
@@ -20,12 +30,19 @@ pub(crate) trait Host {
     fn metric(&self, name: &str, kind: MetricKind) -> Result<usize, String>;
     /// The VU number console lines are prefixed with (0 in the init context at start).
     fn vu(&self) -> u64;
+    /// What the run's contexts share.
+    fn run(&self) -> &RunShared;
+    /// Whether the init context is running (`open()` is allowed).
+    fn in_init(&self) -> bool;
+    /// The test-wide number of the running iteration.
+    fn iteration_in_test(&self) -> u64;
 }
 
 /// The init context evaluated once at start: collects custom metric declarations.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct InitHost {
     pub declared: RefCell<Vec<MetricDecl>>,
+    pub run: Arc<RunShared>,
 }
 
 impl Host for InitHost {
@@ -56,6 +73,15 @@ impl Host for InitHost {
     fn vu(&self) -> u64 {
         0
     }
+    fn run(&self) -> &RunShared {
+        &self.run
+    }
+    fn in_init(&self) -> bool {
+        true
+    }
+    fn iteration_in_test(&self) -> u64 {
+        0
+    }
 }
 
 fn throw<T>(ctx: &Ctx<'_>, message: &str) -> rquickjs::Result<T> {
@@ -78,36 +104,59 @@ pub(crate) fn install<'js, H: Host + 'static>(
         Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>,
+                  proto: Object<'js>,
                   method: String,
                   url: String,
                   body: String,
                   headers: Vec<String>,
                   timeout: f64|
-                  -> rquickjs::Result<Object<'js>> {
+                  -> rquickjs::Result<Class<'js, ResponseData>> {
                 if !h.may_suspend() {
                     return throw(
                         &ctx,
                         "Making HTTP requests in the init context is not supported",
                     );
                 }
+                let mut pairs = Vec::with_capacity(headers.len() / 2);
+                let mut headers = headers.into_iter();
+                while let (Some(name), Some(value)) = (headers.next(), headers.next()) {
+                    pairs.push((name, value));
+                }
+                // The response object names its request.
+                let (kept_method, kept_url) = (method.clone(), url.clone());
+                // Negative: not given (the run's timeout). Otherwise milliseconds, which
+                // must make a timeout barrage can keep (1ms to 24h).
+                let timeout = if timeout < 0.0 {
+                    None
+                } else {
+                    let asked = Duration::try_from_secs_f64(timeout / 1000.0);
+                    match limits::check_timeout(asked.unwrap_or(Duration::MAX)) {
+                        Ok(timeout) => Some(timeout),
+                        Err(e) => return throw(&ctx, &format!("params.timeout: {e}")),
+                    }
+                };
                 let request = ScriptRequest {
                     method,
                     url,
-                    headers: headers
-                        .chunks_exact(2)
-                        .map(|p| (p[0].clone(), p[1].clone()))
-                        .collect(),
+                    headers: pairs,
                     body: body.into_bytes(),
-                    timeout: (timeout >= 0.0 && timeout.is_finite())
-                        .then(|| Duration::from_secs_f64(timeout / 1000.0)),
+                    timeout,
                 };
                 let Some(response) = h.suspend(VuStep::Request(request)) else {
                     return throw(&ctx, "the test ended during this iteration");
                 };
-                response_object(&ctx, response)
+                Class::instance_proto(
+                    ResponseData {
+                        response,
+                        method: kept_method,
+                        url: kept_url,
+                    },
+                    proto,
+                )
             },
         )?,
     )?;
+    natives.set("field", Function::new(ctx.clone(), response_field)?)?;
     let h = host.clone();
     natives.set(
         "sleep",
@@ -160,6 +209,8 @@ pub(crate) fn install<'js, H: Host + 'static>(
             });
         })?,
     )?;
+    install_shared(ctx, &natives, host.clone())?;
+    crate::encoding::install(ctx, &natives)?;
     let h = host;
     natives.set(
         "log",
@@ -183,26 +234,179 @@ pub(crate) fn install<'js, H: Host + 'static>(
     Ok(())
 }
 
-/// The JavaScript object a k6 `Response` is built from.
-fn response_object<'js>(ctx: &Ctx<'js>, response: ScriptResponse) -> rquickjs::Result<Object<'js>> {
-    let object = Object::new(ctx.clone())?;
-    object.set("status", response.status)?;
-    object.set("body", String::from_utf8_lossy(&response.body).into_owned())?;
-    let headers = Object::new(ctx.clone())?;
-    for (name, value) in response.headers {
-        headers.set(name, value)?;
+/// The natives of `open()`, `SharedArray` (handles into this context's table of the run's
+/// shared arrays), `k6/execution` and `test.abort()`.
+fn install_shared<'js, H: Host + 'static>(
+    ctx: &Ctx<'js>,
+    natives: &Object<'js>,
+    host: Rc<H>,
+) -> rquickjs::Result<()> {
+    let h = host.clone();
+    natives.set(
+        "open",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, path: String, mode: String| -> rquickjs::Result<Value<'js>> {
+                if !h.in_init() {
+                    return throw(
+                        &ctx,
+                        "open() is only available in the init context (the top level of the script), as in k6",
+                    );
+                }
+                let bytes = match h.run().open(&path) {
+                    Ok(bytes) => bytes,
+                    Err(problem) => return throw(&ctx, &problem),
+                };
+                if mode == "b" {
+                    Ok(ArrayBuffer::new_copy(ctx.clone(), bytes.as_slice())?.into_value())
+                } else {
+                    let text = String::from_utf8_lossy(&bytes);
+                    Ok(rquickjs::String::from_str(ctx.clone(), &text)?.into_value())
+                }
+            },
+        )?,
+    )?;
+    let arrays: Rc<RefCell<Vec<SharedElements>>> = Rc::default();
+    let (h, table) = (host.clone(), arrays.clone());
+    natives.set(
+        "sharedArray",
+        Function::new(ctx.clone(), move |name: String| -> f64 {
+            match h.run().array(&name) {
+                Some(elements) => {
+                    let mut table = table.borrow_mut();
+                    table.push(elements);
+                    (table.len() - 1) as f64
+                }
+                None => -1.0,
+            }
+        })?,
+    )?;
+    let (h, table) = (host.clone(), arrays.clone());
+    natives.set(
+        "keepSharedArray",
+        Function::new(
+            ctx.clone(),
+            move |name: String, elements: Vec<String>| -> f64 {
+                let elements = elements.into_iter().map(String::into_boxed_str).collect();
+                let mut table = table.borrow_mut();
+                table.push(h.run().keep_array(&name, elements));
+                (table.len() - 1) as f64
+            },
+        )?,
+    )?;
+    let table = arrays.clone();
+    natives.set(
+        "sharedLength",
+        Function::new(ctx.clone(), move |handle: usize| -> usize {
+            table.borrow().get(handle).map_or(0, |a| a.len())
+        })?,
+    )?;
+    let table = arrays;
+    natives.set(
+        "sharedElement",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, handle: usize, index: usize| -> rquickjs::Result<Value<'js>> {
+                let table = table.borrow();
+                match table.get(handle).and_then(|a| a.get(index)) {
+                    Some(text) => Ok(rquickjs::String::from_str(ctx.clone(), text)?.into_value()),
+                    None => Ok(Value::new_undefined(ctx.clone())),
+                }
+            },
+        )?,
+    )?;
+    let h = host.clone();
+    natives.set(
+        "iterationInTest",
+        Function::new(ctx.clone(), move || h.iteration_in_test() as f64)?,
+    )?;
+    let h = host;
+    natives.set(
+        "abort",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, reason: String| -> rquickjs::Result<()> {
+                let message = if reason.is_empty() {
+                    ABORTED.to_string()
+                } else {
+                    format!("{ABORTED}: {reason}")
+                };
+                h.run().abort(message.clone());
+                throw(&ctx, &message)
+            },
+        )?,
+    )?;
+    Ok(())
+}
+
+/// A response as a script sees it: an object of the http module's `Response` class (its
+/// prototype) holding what the engine answered; the class's getters read each field from
+/// here when the script first asks for it (see [`response_field`]), so a response nobody
+/// reads costs one object, not a dozen strings and objects.
+pub(crate) struct ResponseData {
+    response: ScriptResponse,
+    method: String,
+    url: String,
+}
+
+impl<'js> Trace<'js> for ResponseData {
+    fn trace<'a>(&self, _tracer: Tracer<'a, 'js>) {}
+}
+
+// SAFETY: `ResponseData` holds no JavaScript values, so it is the same type for every
+// lifetime.
+#[allow(unsafe_code)]
+unsafe impl<'js> JsLifetime<'js> for ResponseData {
+    type Changed<'to> = ResponseData;
+}
+
+impl<'js> JsClass<'js> for ResponseData {
+    const NAME: &'static str = "Response";
+    type Mutable = Readable;
+
+    fn constructor(_ctx: &Ctx<'js>) -> rquickjs::Result<Option<Constructor<'js>>> {
+        Ok(None)
     }
-    object.set("headers", headers)?;
-    let t = response.timings;
-    let timings = Object::new(ctx.clone())?;
-    timings.set("blocked", 0.0)?;
-    timings.set("connecting", millis(t.connecting))?;
-    timings.set("tls_handshaking", millis(t.tls_handshaking))?;
-    timings.set("sending", millis(t.sending))?;
-    timings.set("waiting", millis(t.waiting))?;
-    timings.set("receiving", millis(t.receiving))?;
-    timings.set("duration", millis(t.duration))?;
-    object.set("timings", timings)?;
-    object.set("error", response.error)?;
-    Ok(object)
+}
+
+/// Field `index` of a response (the order `js/http.js` names them in): status, body,
+/// headers, timings, error, url, method.
+fn response_field<'js>(
+    ctx: Ctx<'js>,
+    this: Class<'js, ResponseData>,
+    index: u32,
+) -> rquickjs::Result<Value<'js>> {
+    let data = this.borrow();
+    let response = &data.response;
+    let text = |text: &str| rquickjs::String::from_str(ctx.clone(), text).map(|s| s.into_value());
+    match index {
+        0 => Ok(Value::new_int(ctx.clone(), i32::from(response.status))),
+        1 => match std::str::from_utf8(&response.body) {
+            Ok(body) => text(body),
+            Err(_) => text(&String::from_utf8_lossy(&response.body)),
+        },
+        2 => {
+            let headers = Object::new(ctx.clone())?;
+            for (name, value) in &response.headers {
+                headers.set(name.as_str(), value.as_str())?;
+            }
+            Ok(headers.into_value())
+        }
+        3 => {
+            let t = response.timings;
+            let timings = Object::new(ctx.clone())?;
+            timings.set("blocked", 0.0)?;
+            timings.set("connecting", millis(t.connecting))?;
+            timings.set("tls_handshaking", millis(t.tls_handshaking))?;
+            timings.set("sending", millis(t.sending))?;
+            timings.set("waiting", millis(t.waiting))?;
+            timings.set("receiving", millis(t.receiving))?;
+            timings.set("duration", millis(t.duration))?;
+            Ok(timings.into_value())
+        }
+        4 => text(&response.error),
+        5 => text(&data.url),
+        6 => text(&data.method),
+        _ => Ok(Value::new_undefined(ctx.clone())),
+    }
 }

@@ -6,8 +6,9 @@ use crate::host::InitHost;
 use crate::K6Error;
 use barrage_plan::MetricDecl;
 use barrage_script::runtime::{bounded_runtime, Deadline};
-use rquickjs::{Context, Value};
+use rquickjs::Value;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long the init context may run at start (an endless loop is stopped).
@@ -28,8 +29,11 @@ pub(crate) fn evaluate_init(script: &Script) -> Result<Exported, K6Error> {
     deadline.set(Some(Instant::now() + INIT_LIMIT));
     let engine = |e: rquickjs::Error| K6Error::Init(format!("{}: {e}", script.file));
     let runtime = bounded_runtime(INIT_MEMORY, &deadline).map_err(engine)?;
-    let context = Context::full(&runtime).map_err(engine)?;
-    let host = Rc::new(InitHost::default());
+    let context = crate::context::vu_context(&runtime, script).map_err(engine)?;
+    let host = Rc::new(InitHost {
+        declared: Default::default(),
+        run: Arc::clone(&script.run),
+    });
     let options = context.with(|ctx| {
         let exports = evaluate(&ctx, script, Rc::clone(&host), 0).map_err(|e| {
             if deadline.hit() {

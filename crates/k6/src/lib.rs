@@ -10,9 +10,11 @@
 
 mod context;
 mod detect;
+mod encoding;
 mod host;
 mod init;
 mod options;
+mod shared;
 mod vu;
 
 pub use detect::{imports, is_k6_script, unsupported_import, SUPPORTED_MODULES};
@@ -21,6 +23,7 @@ pub use vu::{K6Factory, VU_MEMORY, VU_STACK};
 
 use barrage_plan::{Plan, Target};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Why a k6 script cannot run; k6's exit codes tell init failures from bad options.
 #[derive(Debug, thiserror::Error)]
@@ -36,14 +39,19 @@ pub enum K6Error {
     /// `options` that cannot be run.
     #[error("{0}")]
     Options(String),
+    /// `test.abort()` in the init context (k6 exits 108).
+    #[error("{0}")]
+    Aborted(String),
 }
 
 impl K6Error {
     /// k6's exit code for this failure: 107 for a script error in the init context, else the
-    /// usage error code 2 (k6 uses 104 for invalid config; barrage's bad input is 2).
+    /// usage error code 2 (k6 uses 104 for invalid config; barrage's bad input is 2); 108
+    /// for `test.abort()`.
     pub fn exit_code(&self) -> i32 {
         match self {
             K6Error::Init(_) => 107,
+            K6Error::Aborted(_) => 108,
             _ => 2,
         }
     }
@@ -84,12 +92,19 @@ pub fn load_source(source: &str, file: &str, env: &[(String, String)]) -> Result
         all_env.retain(|(k, _)| k != key);
         all_env.push((key.clone(), value.clone()));
     }
-    let script = context::Script {
-        source: source.to_string(),
+    let mut script = context::Script {
         file: file.to_string(),
         env: all_env,
+        scenario: ("default".to_string(), String::new()),
+        run: Arc::new(shared::RunShared::new(file)),
+        typed_arrays: detect::uses_typed_arrays(source),
+        bytecode: context::compile(source, file)?,
     };
-    let exported = init::evaluate_init(&script)?;
+    let exported = init::evaluate_init(&script).map_err(|e| match script.run.aborted() {
+        Some(reason) => K6Error::Aborted(format!("{file}: {reason}")),
+        None => e,
+    })?;
+    script.scenario = options::scenario(&exported.options);
     let name = Path::new(file)
         .file_stem()
         .map_or_else(|| file.to_string(), |s| s.to_string_lossy().into_owned());
@@ -204,5 +219,45 @@ mod plan_tests {
         .unwrap_err();
         assert!(e.to_string().contains("endless loop"), "{e}");
         assert_eq!(e.exit_code(), 107);
+    }
+}
+
+#[cfg(test)]
+mod option_range_tests {
+    use super::*;
+
+    fn error(options: &str) -> String {
+        let source = format!(
+            "import http from 'k6/http';\nexport const options = {options};\nexport default function () {{ http.get('http://127.0.0.1:9/x'); }}\n"
+        );
+        let e = load_source(&source, "r.js", &[]).expect_err(options);
+        assert_eq!(e.exit_code(), 2, "{e}");
+        let text = e.to_string();
+        assert!(!text.contains('\n'), "one line: {text}");
+        text
+    }
+
+    #[test]
+    fn numeric_options_out_of_range_are_refused_naming_the_file_and_option() {
+        let cases = [
+            ("{ vus: 2000000, duration: '1s' }", "`vus` must be a whole number from 0 to 1000000"),
+            ("{ vus: 1, iterations: 1e13 }", "`iterations`"),
+            ("{ vus: 1, duration: 1e300 }", "`duration`"),
+            ("{ vus: 1, duration: '400d' }", "`duration`"),
+            ("{ stages: [{ duration: '1s', target: 2000000 }] }", "`stages[].target`"),
+            ("{ stages: [{ duration: 1e300, target: 1 }] }", "`stages[].duration`"),
+            ("{ scenarios: { a: { executor: 'constant-arrival-rate', rate: 1e10, duration: '1s', preAllocatedVUs: 1 } } }", "`rate`"),
+            ("{ scenarios: { a: { executor: 'constant-arrival-rate', rate: 1, duration: '1s', preAllocatedVUs: 2000000 } } }", "`preAllocatedVUs`"),
+            ("{ scenarios: { a: { executor: 'constant-arrival-rate', rate: 1, duration: '1s', preAllocatedVUs: 1, maxVUs: 2000000 } } }", "`maxVUs`"),
+            ("{ scenarios: { a: { executor: 'constant-vus', vus: 1, duration: '1s', gracefulStop: '400d' } } }", "`gracefulStop`"),
+            ("{ scenarios: { a: { executor: 'ramping-arrival-rate', startRate: 1e10, stages: [{ duration: '1s', target: 1 }], preAllocatedVUs: 1 } } }", "`startRate`"),
+        ];
+        for (options, named) in cases {
+            let e = error(options);
+            assert!(
+                e.starts_with("r.js: ") && e.contains(named),
+                "{options}: {e}"
+            );
+        }
     }
 }

@@ -8,8 +8,8 @@
 
 use crate::K6Error;
 use barrage_plan::{
-    parse_duration, ArrivalPool, ConstantVus, MetricDecl, MetricsSpec, PerVuIterations, Plan,
-    RampingVus, RateStage, Session, SharedIterations, Target, TestOptions, Threshold,
+    limits, parse_duration, ArrivalPool, ConstantVus, MetricDecl, MetricsSpec, PerVuIterations,
+    Plan, RampingVus, RateStage, Session, SharedIterations, Target, TestOptions, Threshold,
     ThresholdRule, VuStage, Workload, DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION,
     PLAN_FORMAT_VERSION,
 };
@@ -70,15 +70,22 @@ fn bad(file: &str, problem: impl std::fmt::Display) -> K6Error {
     K6Error::Options(format!("{file}: {problem}"))
 }
 
+/// A whole number within its key's range: iterations up to `limits::MAX_COUNT`, rates up to
+/// `limits::MAX_RATE`, VUs (and VU targets) up to `limits::MAX_CLIENTS`.
 fn count(file: &str, key: &str, value: &Value) -> Result<u64, K6Error> {
+    let max = match key {
+        _ if key.starts_with("iterations") => limits::MAX_COUNT,
+        "rate" | "startRate" => limits::MAX_RATE as u64,
+        _ => limits::MAX_CLIENTS,
+    };
     value
         .as_f64()
-        .filter(|n| *n >= 0.0 && n.fract() == 0.0 && *n <= 1e12)
+        .filter(|n| *n >= 0.0 && n.fract() == 0.0 && *n <= max as f64)
         .map(|n| n as u64)
         .ok_or_else(|| {
             bad(
                 file,
-                format_args!("`{key}` must be a whole number, got {value}"),
+                format_args!("`{key}` must be a whole number from 0 to {max}, got {value}"),
             )
         })
 }
@@ -86,14 +93,19 @@ fn count(file: &str, key: &str, value: &Value) -> Result<u64, K6Error> {
 /// A k6 duration: a string like `"1m30s"`, or a number of milliseconds.
 fn duration(file: &str, key: &str, value: &Value) -> Result<Duration, K6Error> {
     match value {
-        Value::Number(n) => n
-            .as_f64()
-            .filter(|n| *n >= 0.0 && n.is_finite())
-            .map(|ms| Duration::from_secs_f64(ms / 1000.0))
-            .ok_or_else(|| bad(file, format_args!("`{key}`: {value} is not a duration"))),
-        Value::String(text) => {
-            parse_duration(text).map_err(|e| bad(file, format_args!("`{key}`: `{text}`: {e}")))
+        Value::Number(n) => {
+            let ms = n.as_f64().unwrap_or(f64::NAN);
+            limits::duration_from_secs(ms / 1000.0).map_err(|_| {
+                bad(
+                    file,
+                    format_args!("`{key}`: {value} ms is not a duration from 0 to 365d"),
+                )
+            })
         }
+        Value::String(text) => parse_duration(text)
+            .map_err(|e| e.to_string())
+            .and_then(limits::check_duration)
+            .map_err(|e| bad(file, format_args!("`{key}`: `{text}`: {e}"))),
         _ => Err(bad(
             file,
             format_args!("`{key}`: {value} is not a duration"),
@@ -123,6 +135,27 @@ fn vu_stages(file: &str, value: &Value) -> Result<Vec<VuStage>, K6Error> {
             })
         })
         .collect()
+}
+
+/// The scenario `options` run, as k6 names it (`k6/execution`'s `scenario.name` and
+/// `scenario.executor`): the one entry of `scenarios`, else `default` with the executor the
+/// shortcuts map to.
+pub(crate) fn scenario(options: &Value) -> (String, String) {
+    if let Some((name, s)) = options["scenarios"]
+        .as_object()
+        .and_then(|m| m.iter().next())
+    {
+        let executor = s["executor"].as_str().unwrap_or_default();
+        return (name.clone(), executor.to_string());
+    }
+    let executor = if options.get("stages").is_some() {
+        "ramping-vus"
+    } else if options.get("duration").is_some() && options.get("iterations").is_none() {
+        "constant-vus"
+    } else {
+        "shared-iterations"
+    };
+    ("default".to_string(), executor.to_string())
 }
 
 fn workload(file: &str, options: &Map<String, Value>) -> Result<Workload, K6Error> {

@@ -5,12 +5,13 @@
 
 use crate::context::{evaluate, thrown, Script};
 use crate::host::Host;
-use barrage_engine::{ScriptResponse, ScriptedVu, VuEvent, VuFactory, VuInput, VuStep};
+use crate::shared::RunShared;
+use barrage_engine::{ScriptResponse, ScriptedVu, StopSignal, VuEvent, VuFactory, VuInput, VuStep};
 use barrage_plan::MetricKind;
 use barrage_script::runtime::{bounded_runtime, Deadline};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use rquickjs::{Context, Function, Value};
+use rquickjs::{Function, Value};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -81,9 +82,18 @@ impl K6Factory {
     pub fn exceptions(&self) -> u64 {
         self.shared.exceptions.load(Ordering::Relaxed)
     }
+
+    /// Why `test.abort()` stopped the test, if it did (k6 then exits 108).
+    pub fn aborted(&self) -> Option<String> {
+        self.shared.script.run.aborted()
+    }
 }
 
 impl VuFactory for K6Factory {
+    fn attach(&self, stop: &Arc<StopSignal>) {
+        self.shared.script.run.attach(Arc::clone(stop));
+    }
+
     fn create(&self) -> Result<Box<dyn ScriptedVu>, String> {
         let id = self.shared.next_vu.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::clone(&self.shared);
@@ -115,6 +125,10 @@ struct VuHost {
     events: Rc<RefCell<Vec<VuEvent>>>,
     shared: Arc<Shared>,
     id: u64,
+    /// Whether the init context is running (until the first iteration).
+    in_init: Cell<bool>,
+    /// The test-wide number of the running iteration.
+    iteration_in_test: Cell<u64>,
 }
 
 impl Host for VuHost {
@@ -152,6 +166,15 @@ impl Host for VuHost {
     fn vu(&self) -> u64 {
         self.id
     }
+    fn run(&self) -> &RunShared {
+        &self.shared.script.run
+    }
+    fn in_init(&self) -> bool {
+        self.in_init.get()
+    }
+    fn iteration_in_test(&self) -> u64 {
+        self.iteration_in_test.get()
+    }
 }
 
 /// The coroutine: sets up the VU's runtime and init context, then runs an iteration per
@@ -168,12 +191,15 @@ fn vu_body(
     let runtime = bounded_runtime(VU_MEMORY, &deadline).map_err(|e| format!("{file}: {e}"))?;
     // Created on the coroutine stack, so QuickJS measures its stack from here.
     runtime.set_max_stack_size(JS_STACK);
-    let context = Context::full(&runtime).map_err(|e| format!("{file}: {e}"))?;
+    let context =
+        crate::context::vu_context(&runtime, &shared.script).map_err(|e| format!("{file}: {e}"))?;
     let host = Rc::new(VuHost {
         yielder: Cell::new(yielder),
         events,
         shared: Arc::clone(shared),
         id,
+        in_init: Cell::new(true),
+        iteration_in_test: Cell::new(0),
     });
     context.with(|ctx| {
         let exports = evaluate(&ctx, &shared.script, Rc::clone(&host), id)
@@ -182,6 +208,10 @@ fn vu_body(
             .get("default")
             .map_err(|e| thrown(&ctx, file, e).to_string())?;
         deadline.set(None);
+        host.in_init.set(false);
+        // What the init context left behind (cycles refcounting cannot free) goes now, not
+        // with the first collection in some iteration.
+        ctx.run_gc();
         let mut input = yielder.suspend(CoOut::Ready);
         loop {
             let iteration = match input {
@@ -194,8 +224,15 @@ fn vu_body(
                 }
             };
             let _ = ctx.globals().set("__ITER", iteration as f64);
+            host.iteration_in_test
+                .set(shared.script.run.next_iteration());
             let ok = match default.call::<_, Value>(()) {
                 Ok(_) => true,
+                // `test.abort()`: the CLI reports the reason once.
+                Err(_) if shared.script.run.is_aborted() => {
+                    let _ = ctx.catch();
+                    false
+                }
                 Err(error) => {
                     let problem = thrown(&ctx, file, error);
                     let n = shared.exceptions.fetch_add(1, Ordering::Relaxed);

@@ -55,10 +55,13 @@ pub enum ErrorKind {
     /// The generator ran out of file descriptors (EMFILE/ENFILE) opening a connection: a
     /// limit of this machine, not the target's fault.
     LocalFdLimit,
+    /// Still a redirect after the redirect limit, where the limit is an error (Go's client,
+    /// so hey: "stopped after 10 redirects").
+    TooManyRedirects,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 21] = [
+    pub const ALL: [ErrorKind; 22] = [
         ErrorKind::Dns,
         ErrorKind::Refused,
         ErrorKind::Connect,
@@ -80,6 +83,7 @@ impl ErrorKind {
         ErrorKind::Interrupted,
         ErrorKind::BodyTooLarge,
         ErrorKind::LocalFdLimit,
+        ErrorKind::TooManyRedirects,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -110,6 +114,7 @@ impl ErrorKind {
             ErrorKind::Interrupted => "interrupted",
             ErrorKind::BodyTooLarge => "body_too_large",
             ErrorKind::LocalFdLimit => "local_fd_limit",
+            ErrorKind::TooManyRedirects => "too_many_redirects",
         }
     }
 
@@ -143,6 +148,7 @@ impl ErrorKind {
             ErrorKind::LocalFdLimit => {
                 "generator out of file descriptors (raise `ulimit -n`, or use fewer clients)"
             }
+            ErrorKind::TooManyRedirects => "still a redirect after the redirect limit",
         }
     }
 }

@@ -104,6 +104,9 @@ pub struct TagMetrics {
     pub series: Series,
     /// Response latency second by second (finished seconds kept compressed).
     pub latency_by_second: SecondLatency,
+    /// Response latency per status code, by status, when the run keeps it
+    /// ([`RunMetrics::latency_by_status`]: a threshold filters latency by status).
+    pub latency_by_status: Vec<(u16, LatencyHistogram)>,
 }
 
 impl TagMetrics {
@@ -144,7 +147,35 @@ impl TagMetrics {
 
     /// Merges everything but the per-second latency histograms (whose merge decodes and
     /// re-encodes every second): what reports of all tags together need.
+    /// The latency histogram of responses with `status`, added when first needed.
+    pub fn status_latency_mut(&mut self, status: u16) -> &mut LatencyHistogram {
+        let at = match self
+            .latency_by_status
+            .binary_search_by_key(&status, |(s, _)| *s)
+        {
+            Ok(at) => at,
+            Err(at) => {
+                self.latency_by_status
+                    .insert(at, (status, LatencyHistogram::default()));
+                at
+            }
+        };
+        &mut self.latency_by_status[at].1
+    }
+
+    /// The latency of responses whose status `matches`, merged (exact).
+    pub fn latency_where(&self, matches: impl Fn(u16) -> bool) -> LatencyHistogram {
+        let mut merged = LatencyHistogram::default();
+        for (_, histogram) in self.latency_by_status.iter().filter(|(s, _)| matches(*s)) {
+            merged.merge(histogram);
+        }
+        merged
+    }
+
     pub fn merge_totals(&mut self, other: &TagMetrics) {
+        for (status, histogram) in &other.latency_by_status {
+            self.status_latency_mut(*status).merge(histogram);
+        }
         self.latency.merge(&other.latency);
         self.latency_corrected.merge(&other.latency_corrected);
         self.connect.merge(&other.connect);
@@ -245,6 +276,8 @@ impl CheckCounts {
 #[derive(Debug, Clone, Default)]
 pub struct RunMetrics {
     pub tags: Vec<TagMetrics>,
+    /// Keep latency per status code too ([`TagMetrics::latency_by_status`]).
+    pub latency_by_status: bool,
     pub sessions: SessionCounters,
     pub connections_opened: u64,
     /// Of `connections_opened`: those over TLS, and those speaking HTTP/2.
@@ -328,6 +361,9 @@ impl RunMetrics {
     pub fn record_response(&mut self, r: &ResponseRecord) {
         let tag = &mut self.tags[r.tag];
         tag.latency.record(r.latency);
+        if self.latency_by_status {
+            tag.status_latency_mut(r.status).record(r.latency);
+        }
         if let Some(interval) = r.expected_interval {
             tag.latency_corrected.record_corrected(r.latency, interval);
         }
@@ -373,9 +409,19 @@ impl RunMetrics {
         tag.series.record_error(second, kind, bytes_sent);
     }
 
+    /// Response bytes of a failed request that arrived before it failed (a timeout, a
+    /// reset mid-body): counted as received like any other.
+    #[inline]
+    pub fn record_error_received(&mut self, tag: usize, second: u64, bytes_received: u64) {
+        let tag = &mut self.tags[tag];
+        tag.bytes_received += bytes_received;
+        tag.series.record_received(second, bytes_received);
+    }
+
     /// Adds `other` into `self` exactly. Tag lists are aligned by index (both come from the
     /// same plan); a longer `other` extends `self`.
     pub fn merge(&mut self, other: &RunMetrics) {
+        self.latency_by_status |= other.latency_by_status;
         if self.tags.len() < other.tags.len() {
             self.tags.resize_with(other.tags.len(), TagMetrics::default);
         }
@@ -418,6 +464,25 @@ impl RunMetrics {
                 }
                 None => self.checks.push(theirs.clone()),
             }
+        }
+    }
+
+    /// Moves every per-second figure (requests, latency, sessions, VUs) `seconds` later:
+    /// the metrics of a run that started that much after another, on the other's clock, so
+    /// merging them adds up what happened in the same wall-clock second. Totals are
+    /// unchanged. The caller keeps the series within a day.
+    pub fn delay_seconds(&mut self, seconds: usize) {
+        if seconds == 0 {
+            return;
+        }
+        for tag in &mut self.tags {
+            tag.series.delay(seconds);
+            tag.latency_by_second.delay(seconds);
+        }
+        self.vus.delay(seconds);
+        if !self.sessions_per_second.is_empty() {
+            let none = std::iter::repeat_n(SessionSecond::default(), seconds);
+            self.sessions_per_second.splice(0..0, none);
         }
     }
 
@@ -466,6 +531,44 @@ mod tests {
             body_bytes: 60,
             decoded_body_bytes: 60,
         }
+    }
+
+    #[test]
+    fn latency_per_status_is_kept_when_asked_and_merges_exactly() {
+        let mut halves = [RunMetrics::new(1), RunMetrics::new(1)];
+        let mut whole = RunMetrics::new(1);
+        for m in halves.iter_mut().chain([&mut whole]) {
+            m.latency_by_status = true;
+        }
+        let mut plain = RunMetrics::new(1);
+        for i in 0..3000u64 {
+            let status = [200, 404, 500][(i % 3) as usize];
+            let r = response(0, 0, 100 + i * 7 % 5000, status);
+            halves[usize::from(i.is_multiple_of(4))].record_response(&r);
+            whole.record_response(&r);
+            plain.record_response(&r);
+        }
+        let mut merged = RunMetrics::new(1);
+        for half in &halves {
+            merged.merge(half);
+        }
+        let tag = &merged.tags[0];
+        let statuses: Vec<u16> = tag.latency_by_status.iter().map(|(s, _)| *s).collect();
+        assert_eq!(statuses, [200, 404, 500]);
+        for (mine, theirs) in tag
+            .latency_by_status
+            .iter()
+            .zip(&whole.tags[0].latency_by_status)
+        {
+            let recorded = |h: &LatencyHistogram| h.recorded().collect::<Vec<_>>();
+            assert_eq!(recorded(&mine.1), recorded(&theirs.1));
+        }
+        let below_500 = tag.latency_where(|s| s < 500);
+        assert_eq!(below_500.count(), 2000);
+        let all: Vec<_> = tag.latency_where(|_| true).recorded().collect();
+        assert_eq!(all, tag.latency.recorded().collect::<Vec<_>>());
+        // Not asked for: nothing per status.
+        assert!(plain.tags[0].latency_by_status.is_empty());
     }
 
     #[test]
@@ -565,6 +668,30 @@ mod tests {
         let mut empty = RunMetrics::new(1);
         empty.merge(&one);
         assert_eq!(empty.checks, one.checks);
+    }
+
+    #[test]
+    fn delaying_moves_every_per_second_figure_and_keeps_totals() {
+        let mut late = RunMetrics::new(1);
+        late.record_response(&response(0, 0, 300, 200));
+        late.record_response(&response(0, 1, 900, 200));
+        late.record_error(0, 1, ErrorKind::Refused, 0);
+        late.record_session_start(0);
+        late.vus.set(0, 4, 5);
+        let totals = late.total().requests();
+        late.delay_seconds(2);
+        assert_eq!(late.total().requests(), totals);
+        let tag = &late.tags[0];
+        let responses: Vec<u64> = tag.series.seconds.iter().map(|s| s.responses).collect();
+        assert_eq!(responses, vec![0, 0, 1, 1]);
+        assert_eq!(tag.series.seconds[3].errors, 1);
+        assert!(tag.latency_by_second.decoded(1).is_empty());
+        assert_eq!(tag.latency_by_second.decoded(2).max_micros(), 300);
+        assert_eq!(tag.latency_by_second.decoded(3).count(), 1);
+        let started: Vec<u64> = late.sessions_per_second.iter().map(|s| s.started).collect();
+        assert_eq!(started, vec![0, 0, 1]);
+        let vus: Vec<u64> = late.vus.seconds.iter().map(|s| s.vus).collect();
+        assert_eq!(vus, vec![0, 0, 4]);
     }
 
     #[test]

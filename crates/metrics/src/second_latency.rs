@@ -137,6 +137,15 @@ impl SecondLatency {
         Ok(Self { live: None, sealed })
     }
 
+    /// Moves every second `seconds` later (see [`Series::delay`](crate::Series::delay)).
+    pub fn delay(&mut self, seconds: usize) {
+        self.seal_live();
+        if !self.sealed.is_empty() {
+            self.sealed
+                .splice(0..0, std::iter::repeat_n(Vec::new(), seconds));
+        }
+    }
+
     /// Adds every second of `other` into this one: exact.
     pub fn merge(&mut self, other: &SecondLatency) {
         self.seal_live();

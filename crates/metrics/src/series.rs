@@ -126,6 +126,22 @@ impl Series {
         bucket.errors_by_kind[kind.index()] += 1;
     }
 
+    /// Moves every second `seconds` later: a run that started that much after another,
+    /// put on the other's clock. The caller keeps the result within a day.
+    pub fn delay(&mut self, seconds: usize) {
+        if !self.seconds.is_empty() {
+            let empty = std::iter::repeat_n(SecondBucket::default(), seconds);
+            self.seconds.splice(0..0, empty);
+        }
+    }
+
+    /// Response bytes that arrived for a request that then failed (cut off by its
+    /// timeout, reset mid-body): they crossed the wire all the same.
+    #[inline]
+    pub fn record_received(&mut self, second: u64, bytes_received: u64) {
+        self.bucket(second).bytes_received += bytes_received;
+    }
+
     pub fn merge(&mut self, other: &Series) {
         if self.seconds.len() < other.seconds.len() {
             self.seconds

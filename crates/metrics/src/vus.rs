@@ -60,6 +60,15 @@ impl VuSeries {
         self.seconds.last().copied().unwrap_or_default()
     }
 
+    /// Moves every second `seconds` later; before its start a run had no VUs (see
+    /// [`Series::delay`](crate::Series::delay)).
+    pub fn delay(&mut self, seconds: usize) {
+        if !self.seconds.is_empty() {
+            let none = std::iter::repeat_n(VuSecond::default(), seconds);
+            self.seconds.splice(0..0, none);
+        }
+    }
+
     /// Adds another worker's gauge second by second.
     /// A series shorter than the other counts with its current values past its end (a
     /// worker whose gauge stopped changing still has those VUs).

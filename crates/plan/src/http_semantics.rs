@@ -7,6 +7,11 @@ use serde::{Deserialize, Serialize};
 /// How many redirects hey, k6 and browsers follow by default.
 pub const DEFAULT_MAX_REDIRECTS: u32 = 10;
 
+/// The redirects Go's client (hey) follows: it sends at most 10 requests per chain, and a
+/// 10th response that still redirects is the error "stopped after 10 redirects" (see
+/// [`crate::TestOptions::too_many_redirects_is_error`]).
+pub const GO_CLIENT_MAX_REDIRECTS: u32 = 9;
+
 /// A user name and password for `Authorization: Basic` (RFC 7617).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Credentials {

@@ -6,6 +6,7 @@
 
 mod duration;
 mod http_semantics;
+pub mod limits;
 mod protocol;
 mod recorded;
 mod redact;
@@ -19,7 +20,9 @@ mod workload;
 mod workload_ops;
 
 pub use duration::{parse_duration, DurationError, DURATION_UNITS};
-pub use http_semantics::{Credentials, HttpDebug, Proxy, DEFAULT_MAX_REDIRECTS};
+pub use http_semantics::{
+    Credentials, HttpDebug, Proxy, DEFAULT_MAX_REDIRECTS, GO_CLIENT_MAX_REDIRECTS,
+};
 pub use protocol::{
     parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion,
     ResponseLimits, TlsOptions, TlsVersion,
@@ -36,8 +39,9 @@ pub use stages::{Piece, Stages};
 pub use target::{Scheme, Target, TargetError};
 pub use thresholds::{
     compare, is_metric_name, is_per_tag, metric_kind, parse_expression, parse_key,
-    threshold_problem, Aggregation, MetricDecl, MetricKind, MetricSample, MetricsSpec,
-    ResponseTiming, SampleInput, Threshold, ThresholdRule, BUILTIN_METRICS,
+    parse_key_filters, threshold_problem, Aggregation, MetricDecl, MetricKind, MetricSample,
+    MetricsSpec, ResponseTiming, SampleInput, StatusFilter, Threshold, ThresholdRule,
+    BUILTIN_METRICS,
 };
 pub use vus::{
     ArrivalPool, ConstantVus, PerVuIterations, RampingVus, RateStage, SharedIterations, VuStage,
@@ -120,6 +124,11 @@ pub struct TestOptions {
     /// the response). Each hop is a request of its own, timed and counted like any other.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub max_redirects: u32,
+    /// A response that still redirects after `max_redirects` hops is an error
+    /// (`too_many_redirects`, as Go's client and so hey: "stopped after 10 redirects"), not
+    /// the response (k6, and `false`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub too_many_redirects_is_error: bool,
     /// Keep a cookie jar per client (RFC 6265): `Set-Cookie` is stored, `Cookie` sent back.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cookies: bool,
@@ -164,6 +173,7 @@ impl Default for TestOptions {
             limits: ResponseLimits::default(),
             stop_grace: None,
             max_redirects: 0,
+            too_many_redirects_is_error: false,
             cookies: false,
             basic_auth: None,
             proxy: None,

@@ -293,19 +293,74 @@ pub struct Threshold {
     /// The request tag the metric is filtered to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
+    /// `http_req_duration` only: the response statuses it is filtered to
+    /// (`{status:<500}`, StormForger NFR's `where.status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<StatusFilter>,
     pub rules: Vec<ThresholdRule>,
+}
+
+/// A filter on response status codes: `status op value` (`<500`, `>=400`, `200`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusFilter {
+    pub op: CompareOp,
+    pub value: u16,
+}
+
+impl StatusFilter {
+    /// Parses `<500`, `>= 400`, `==200` or a bare `200` (equality).
+    pub fn parse(text: &str) -> Result<StatusFilter, String> {
+        let text = text.trim();
+        let digits = text
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(text.len());
+        let (op, value) = text.split_at(digits);
+        let op = match op.trim() {
+            "" => CompareOp::Eq,
+            "=" => CompareOp::Eq,
+            other => CompareOp::parse(other)
+                .filter(|op| !matches!(op, CompareOp::Matches | CompareOp::Contains))
+                .ok_or_else(|| format!("status filter `{text}`: unknown operator `{other}`"))?,
+        };
+        let value = value
+            .trim()
+            .parse::<u16>()
+            .ok()
+            .filter(|v| (100..600).contains(v))
+            .ok_or_else(|| format!("status filter `{text}`: expected a status from 100 to 599"))?;
+        Ok(StatusFilter { op, value })
+    }
+
+    pub fn matches(&self, status: u16) -> bool {
+        compare(f64::from(status), self.op, f64::from(self.value))
+    }
+
+    /// As a key writes it (`<500`).
+    pub fn label(&self) -> String {
+        let op = match self.op {
+            CompareOp::Eq => "==",
+            CompareOp::Ne => "!=",
+            CompareOp::Lt => "<",
+            CompareOp::Le => "<=",
+            CompareOp::Gt => ">",
+            CompareOp::Ge => ">=",
+            CompareOp::Matches | CompareOp::Contains => "?",
+        };
+        format!("{op}{}", self.value)
+    }
 }
 
 impl Threshold {
     /// One rule on one key, in k6's syntax (`"http_req_duration{tag:ping}"`, `"p(95)<200"`),
     /// without `abortOnFail`: the short form of a threshold.
     pub fn parse(key: &str, expression: &str) -> Result<Self, String> {
-        let (metric, tag) = parse_key(key)?;
+        let (metric, tag, status) = parse_key_filters(key)?;
         let (aggregation, op, value) = parse_expression(expression)?;
         Ok(Threshold {
             key: key.into(),
             metric,
             tag,
+            status,
             rules: vec![ThresholdRule {
                 expression: expression.into(),
                 aggregation,
@@ -325,6 +380,34 @@ pub fn metric_kind(metric: &str, custom: &[MetricDecl]) -> Option<MetricKind> {
         .find(|(name, _)| *name == metric)
         .map(|(_, kind)| *kind)
         .or_else(|| custom.iter().find(|d| d.name == metric).map(|d| d.kind))
+}
+
+/// Splits `metric{tag:NAME}`, `http_req_duration{status:<500}` or
+/// `http_req_duration{tag:NAME,status:<500}` into the metric and its filters.
+pub fn parse_key_filters(
+    key: &str,
+) -> Result<(String, Option<String>, Option<StatusFilter>), String> {
+    let trimmed = key.trim();
+    let Some((head, status)) = trimmed
+        .strip_suffix('}')
+        .and_then(|k| k.rsplit_once("status:"))
+        .filter(|(head, _)| head.ends_with('{') || head.trim_end().ends_with(','))
+    else {
+        let (metric, tag) = parse_key(key)?;
+        return Ok((metric, tag, None));
+    };
+    let status = StatusFilter::parse(status).map_err(|e| format!("threshold key `{key}`: {e}"))?;
+    let head = head.trim_end();
+    let (metric, tag) = match head.strip_suffix(',') {
+        Some(with_tag) => parse_key(&format!("{with_tag}}}"))?,
+        None => (head.trim_end_matches('{').trim().to_string(), None),
+    };
+    if metric != "http_req_duration" {
+        return Err(format!(
+            "threshold key `{key}`: a status filter applies to http_req_duration only"
+        ));
+    }
+    Ok((metric, tag, Some(status)))
 }
 
 /// Splits `metric{tag:NAME}` into the metric and the tag filter.
@@ -514,6 +597,34 @@ mod tests {
             .unwrap_err()
             .contains("unknown filter `status`"));
         assert!(parse_key("http_reqs{tag:a").is_err());
+    }
+
+    #[test]
+    fn latency_keys_take_a_status_filter() {
+        let filters = |key| parse_key_filters(key).map(|(m, t, s)| (m, t, s.map(|s| s.label())));
+        assert_eq!(
+            filters("http_req_duration{status:<500}").unwrap(),
+            ("http_req_duration".into(), None, Some("<500".into()))
+        );
+        assert_eq!(
+            filters("http_req_duration{tag:a,status:>=400}").unwrap(),
+            (
+                "http_req_duration".into(),
+                Some("a".into()),
+                Some(">=400".into())
+            )
+        );
+        assert_eq!(
+            filters("http_req_duration{status:200}").unwrap().2,
+            Some("==200".into())
+        );
+        assert!(filters("http_reqs{status:200}")
+            .unwrap_err()
+            .contains("http_req_duration only"));
+        assert!(filters("http_req_duration{status:<5000}").is_err());
+        assert!(filters("http_req_duration{status:~5}").is_err());
+        let f = StatusFilter::parse("<500").unwrap();
+        assert!(f.matches(499) && !f.matches(500));
     }
 
     fn threshold(key: &str, expr: &str) -> Threshold {

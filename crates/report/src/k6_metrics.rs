@@ -395,6 +395,28 @@ pub fn find_metric(
     }
 }
 
+/// `http_req_duration` of the responses whose status passes `filter`, of one tag or all:
+/// merged from the latency kept per status (none when the run kept none).
+pub fn latency_with_status(
+    metrics: &RunMetrics,
+    tags: &[String],
+    tag: Option<&str>,
+    filter: &barrage_plan::StatusFilter,
+) -> Option<K6Metric> {
+    if !metrics.latency_by_status {
+        return None;
+    }
+    let mut merged = LatencyHistogram::default();
+    let chosen: Vec<&barrage_metrics::TagMetrics> = match tag {
+        None => metrics.tags.iter().collect(),
+        Some(name) => vec![metrics.tags.get(tags.iter().position(|t| t == name)?)?],
+    };
+    for t in chosen {
+        merged.merge(&t.latency_where(|status| filter.matches(status)));
+    }
+    Some(trend("http_req_duration", tag, merged))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

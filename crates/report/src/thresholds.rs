@@ -6,7 +6,7 @@
 //! none got a response: then a metric without values is a failure (a target that never
 //! answers must not pass every threshold).
 
-use crate::k6_metrics::{find_metric, K6Metric, K6Values};
+use crate::k6_metrics::{find_metric, latency_with_status, K6Metric, K6Values};
 use barrage_metrics::RunMetrics;
 use barrage_plan::{compare, Threshold};
 use serde::Serialize;
@@ -63,14 +63,20 @@ pub fn evaluate(
     let unanswered = sent > 0 && answered == 0;
     let mut out = Vec::new();
     for threshold in thresholds {
-        let metric = run_fact(&threshold.metric, elapsed, completed).or_else(|| {
-            find_metric(
-                metrics,
-                tags,
-                elapsed,
-                &threshold.metric,
-                threshold.tag.as_deref(),
-            )
+        let by_status = threshold
+            .status
+            .as_ref()
+            .map(|filter| latency_with_status(metrics, tags, threshold.tag.as_deref(), filter));
+        let metric = by_status.unwrap_or_else(|| {
+            run_fact(&threshold.metric, elapsed, completed).or_else(|| {
+                find_metric(
+                    metrics,
+                    tags,
+                    elapsed,
+                    &threshold.metric,
+                    threshold.tag.as_deref(),
+                )
+            })
         });
         for rule in &threshold.rules {
             let observed = metric.as_ref().and_then(|m| m.aggregate(rule.aggregation));
@@ -130,6 +136,7 @@ mod tests {
             key: key.into(),
             metric,
             tag,
+            status: None,
             rules: exprs
                 .iter()
                 .map(|e| {

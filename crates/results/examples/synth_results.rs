@@ -3,6 +3,11 @@
 //! exactly, the file written — and prints the time, memory and size of each step.
 //!
 //! `cargo run --release -p barrage-results --example synth_results -- SECONDS RATE TAGS WORKERS OUT`
+//!
+//! For `barrage merge` at scale (bench/merge-cost.sh), `... OUT SEED FIRST COUNT TOTAL` writes
+//! the run, recorded from SEED, as segments FIRST..FIRST+COUNT of a TOTAL-segment test
+//! (`OUT` with `-i` before its extension), each started a few milliseconds apart like
+//! `--start-at` segments.
 
 use barrage_metrics::{ErrorKind, PhaseTimings, ResponseRecord, RunMetrics};
 use barrage_results::{Machine, ResultsFile, RunMeta};
@@ -32,7 +37,7 @@ fn main() {
     let mut shares: Vec<RunMetrics> = (0..workers)
         .map(|_| RunMetrics::new(tags as usize).with_checks([("status is 200", false)]))
         .collect();
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ arg(6, 0).wrapping_mul(0x2545_F491_4F6C_DD1D);
     let started = Instant::now();
     for second in 0..seconds {
         for i in 0..rate {
@@ -115,6 +120,11 @@ fn main() {
         self_check: None,
         active_clients: None,
     };
+    let (first, count, total) = (arg(7, 0), arg(8, 0), arg(9, 0));
+    if count > 0 {
+        write_segments(file, &out, first..first + count, total);
+        return;
+    }
     let write_started = Instant::now();
     file.write(std::path::Path::new(&out))
         .expect("write the results file");
@@ -133,4 +143,27 @@ fn main() {
         size as f64 / 1e6,
         size as f64 / (seconds * tags) as f64,
     );
+}
+
+/// Writes `file` as segments `indices` of a `total`-segment test: `OUT-i.brr`, each started
+/// `(i × 7) mod 50` ms after the first (as `--start-at` segments are, within milliseconds).
+fn write_segments(mut file: ResultsFile, out: &str, indices: std::ops::Range<u64>, total: u64) {
+    let started = file.meta.started_at_unix_ns;
+    let (stem, extension) = out.rsplit_once('.').unwrap_or((out, "brr"));
+    for index in indices {
+        let offset_ns = (index * 7 % 50) * 1_000_000;
+        file.meta.started_at_unix_ns = started + offset_ns;
+        file.meta.ended_at_unix_ns = file.meta.started_at_unix_ns + file.meta.elapsed_ns;
+        file.meta.segment = Some(barrage_results::SegmentRun {
+            index,
+            count: total,
+            start_at_unix_ns: Some(started),
+            start_offset_ns: Some(offset_ns as i64),
+            clock_source: Some("tsc".into()),
+        });
+        let path = format!("{stem}-{index}.{extension}");
+        file.write(std::path::Path::new(&path))
+            .expect("write the results file");
+        println!("{path}");
+    }
 }

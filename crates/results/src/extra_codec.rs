@@ -169,3 +169,42 @@ pub fn decode_extra(payload: &[u8], metrics: &mut RunMetrics) -> DecodeResult<()
     metrics.custom = CustomMetrics { metrics: custom };
     Ok(())
 }
+
+/// The STLT section: response latency per status code per tag, kept when a threshold filters
+/// latency by status (NFR `where.status`). Optional: absent when nothing was kept.
+pub fn encode_status_latency(metrics: &RunMetrics) -> Option<Vec<u8>> {
+    if metrics.tags.iter().all(|t| t.latency_by_status.is_empty()) {
+        return None;
+    }
+    let mut e = Encoder::default();
+    let mut scratch = Vec::new();
+    e.varint(metrics.tags.len() as u64);
+    for tag in &metrics.tags {
+        e.varint(tag.latency_by_status.len() as u64);
+        for (status, latency) in &tag.latency_by_status {
+            e.varint(u64::from(*status));
+            histogram(&mut e, latency, &mut scratch);
+        }
+    }
+    Some(e.bytes)
+}
+
+/// Reads STLT into `metrics`, whose tags come from TOTL.
+pub fn decode_status_latency(payload: &[u8], metrics: &mut RunMetrics) -> DecodeResult<()> {
+    let mut d = Decoder::new(payload);
+    if d.count()? != metrics.tags.len() {
+        return Err("tag count differs from TOTL".into());
+    }
+    metrics.latency_by_status = true;
+    for tag in &mut metrics.tags {
+        for _ in 0..d.count()? {
+            let status = u16::try_from(d.varint()?)
+                .ok()
+                .filter(|s| (100..600).contains(s))
+                .ok_or("status out of range")?;
+            let latency = read_histogram(&mut d)?;
+            tag.status_latency_mut(status).merge(&latency);
+        }
+    }
+    d.finish()
+}

@@ -197,6 +197,7 @@ const THRESHOLDS: [u8; 4] = *b"THRS";
 const SELF_CHECK: [u8; 4] = *b"SELF";
 const ACTIVE: [u8; 4] = *b"ACTV";
 const EXTRA: [u8; 4] = *b"XMET";
+const STATUS_LATENCY: [u8; 4] = *b"STLT";
 
 fn corrupt(section: &str, reason: impl std::fmt::Display) -> ResultsError {
     ResultsError::Corrupt {
@@ -215,6 +216,9 @@ impl ResultsFile {
             (SESSIONS, metrics_codec::encode_sessions(&self.metrics)),
             (EXTRA, extra_codec::encode_extra(&self.metrics)),
         ];
+        if let Some(by_status) = extra_codec::encode_status_latency(&self.metrics) {
+            sections.push((STATUS_LATENCY, by_status));
+        }
         if let Some(t) = &self.thresholds {
             sections.push((THRESHOLDS, json(t)));
         }
@@ -236,6 +240,7 @@ impl ResultsFile {
         let mut self_check = None;
         let mut active_clients = None;
         let mut extra = None;
+        let mut status_latency = None;
         for section in container::read(data)? {
             match section.kind {
                 META => {
@@ -275,6 +280,7 @@ impl ResultsFile {
                     )
                 }
                 EXTRA => extra = Some(section.payload),
+                STATUS_LATENCY => status_latency = Some(section.payload),
                 _ => {} // a later version's section: skipped
             }
         }
@@ -288,6 +294,10 @@ impl ResultsFile {
         metrics.sessions_per_second = sessions.sessions_per_second;
         if let Some(extra) = extra {
             extra_codec::decode_extra(extra, &mut metrics).map_err(|e| corrupt("XMET", e))?;
+        }
+        if let Some(by_status) = status_latency {
+            extra_codec::decode_status_latency(by_status, &mut metrics)
+                .map_err(|e| corrupt("STLT", e))?;
         }
         if meta.tags.len() != metrics.tags.len() {
             return Err(corrupt(

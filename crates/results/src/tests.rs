@@ -212,6 +212,142 @@ fn merging_two_halves_equals_the_whole_run_exactly() {
     );
 }
 
+/// A segment that started `late_ms` after the test's origin and, from its own second 0 on,
+/// got `per_second[k]` responses of `latency_us` in its second k, with `vus[k]` VUs.
+fn offset_part(late_ms: u64, per_second: &[u64], latency_us: u64, vus: &[u64]) -> ResultsFile {
+    let mut file = sample(0, 1);
+    file.metrics = RunMetrics::new(2).with_checks([("ok", false)]);
+    for (second, &n) in per_second.iter().enumerate() {
+        for _ in 0..n {
+            file.metrics.record_response(&ResponseRecord {
+                tag: 0,
+                second: second as u64,
+                latency: Duration::from_micros(latency_us),
+                phases: PhaseTimings::default(),
+                status: 200,
+                bytes_sent: 10,
+                bytes_received: 20,
+                body_bytes: 0,
+                decoded_body_bytes: 0,
+                expected_interval: None,
+            });
+            file.metrics.record_session_start(second as u64);
+        }
+    }
+    for (second, &n) in vus.iter().enumerate() {
+        file.metrics.vus.set(second as u64, n, n);
+    }
+    for tag in &mut file.metrics.tags {
+        tag.latency_by_second.seal();
+    }
+    file.active_clients = Some(vus.to_vec());
+    let origin = 1_700_000_000_000_000_000;
+    file.meta.started_at_unix_ns = origin + late_ms * 1_000_000;
+    file.meta.ended_at_unix_ns =
+        file.meta.started_at_unix_ns + per_second.len() as u64 * 1_000_000_000;
+    file.meta.elapsed_ns = per_second.len() as u64 * 1_000_000_000;
+    // Through the file format, as `barrage merge` reads them.
+    ResultsFile::from_bytes(&file.to_bytes()).unwrap()
+}
+
+#[test]
+fn merged_seconds_are_wall_clock_seconds() {
+    // b starts 1.003 s after a, c 2.6 s after (nearest whole second: 3), and a is not first.
+    let a = offset_part(0, &[5, 5, 5, 5], 1_000, &[2, 2, 2, 2]);
+    let b = offset_part(1_003, &[7, 7], 2_000, &[3, 3]);
+    let c = offset_part(2_600, &[11], 4_000, &[4]);
+    let names = ["b".to_string(), "a".into(), "c".into()];
+    let merged = merge(&[b, a, c], &names).unwrap();
+    let merged = ResultsFile::from_bytes(&merged.to_bytes()).unwrap();
+    let tag = &merged.metrics.tags[0];
+    let responses: Vec<u64> = tag.series.seconds.iter().map(|s| s.responses).collect();
+    assert_eq!(responses, vec![5, 5 + 7, 5 + 7, 5 + 11]);
+    assert_eq!(tag.latency.count(), 20 + 14 + 11);
+    // Each wall second's latency histogram holds exactly the parts that ran in it.
+    let expected = |latencies: &[(u64, u64)]| {
+        let mut h = barrage_metrics::LatencyHistogram::new();
+        for &(n, micros) in latencies {
+            (0..n).for_each(|_| h.record_micros(micros));
+        }
+        h
+    };
+    let second = |s: u64| tag.latency_by_second.decoded(s);
+    assert_eq!(second(0), expected(&[(5, 1_000)]));
+    assert_eq!(second(2), expected(&[(5, 1_000), (7, 2_000)]));
+    assert_eq!(second(3), expected(&[(5, 1_000), (11, 4_000)]));
+    let started: Vec<u64> = merged
+        .metrics
+        .sessions_per_second
+        .iter()
+        .map(|s| s.started)
+        .collect();
+    assert_eq!(started, vec![5, 12, 12, 16]);
+    // Gauges add up per wall second.
+    let vus: Vec<u64> = merged.metrics.vus.seconds.iter().map(|s| s.vus).collect();
+    assert_eq!(vus, vec![2, 5, 5, 6]);
+    assert_eq!(merged.active_clients, Some(vec![2, 5, 5, 6]));
+    assert_eq!(merged.meta.started_at_unix_ns, 1_700_000_000_000_000_000);
+    assert_eq!(merged.meta.merged_from, names);
+}
+
+/// Segment `index` of 2 of one test, run from `local_addrs` against `target`.
+fn segment_part(index: u64, local_addrs: &str, target: &str) -> ResultsFile {
+    let mut part = offset_part(index, &[3], 1_000, &[1]);
+    part.meta.plan = serde_json::json!({
+        "name": "sample",
+        "target": target,
+        "options": {
+            "segment": {"index": index, "count": 2},
+            "connections": {"model": "per-client", "local_addrs": [local_addrs]}
+        }
+    });
+    part.meta.segment = Some(SegmentRun {
+        index,
+        count: 2,
+        start_at_unix_ns: None,
+        start_offset_ns: None,
+        clock_source: None,
+    });
+    part
+}
+
+#[test]
+fn segments_from_their_own_source_addresses_are_one_test() {
+    let parts = [
+        segment_part(0, "127.10.0.1", "http://127.0.0.1:1"),
+        segment_part(1, "127.10.1.1", "http://127.0.0.1:1"),
+    ];
+    let merged = merge(&parts, &["a".into(), "b".into()]).unwrap();
+    assert_eq!(merged.metrics.tags[0].responses(), 6);
+    let options = &merged.meta.plan["options"];
+    assert!(options.get("segment").is_none(), "{options}");
+    assert!(
+        options["connections"].get("local_addrs").is_none(),
+        "{options}"
+    );
+    assert_eq!(options["connections"]["model"], "per-client");
+    // Another target is another test.
+    let other = [
+        segment_part(0, "127.10.0.1", "http://127.0.0.1:1"),
+        segment_part(1, "127.10.1.1", "http://127.0.0.1:2"),
+    ];
+    let error = merge(&other, &["a".into(), "b".into()]).unwrap_err();
+    assert!(error.to_string().contains("ran another plan"), "{error}");
+}
+
+#[test]
+fn merging_runs_a_day_apart_is_refused() {
+    let a = offset_part(0, &[1], 1_000, &[1]);
+    let b = offset_part(86_400_000, &[1], 1_000, &[1]);
+    let error = merge(&[a, b], &["a.brr".into(), "b.brr".into()]).unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("b.brr ends 24 h after a.brr started"),
+        "{text}"
+    );
+    assert!(text.contains("at most a day"), "{text}");
+}
+
 #[test]
 fn merging_runs_with_other_request_id_prefixes_keeps_none() {
     let a = sample(10, 10);
@@ -294,4 +430,35 @@ fn size_follows_seconds_and_tags_not_requests() {
     // Per tag and second, a few hundred bytes to a few kB.
     let per_tag_second = heavy / (60 * 2);
     assert!(per_tag_second < 4_000, "{per_tag_second} B per tag-second");
+}
+
+#[test]
+fn latency_per_status_reads_back_when_kept_and_is_absent_otherwise() {
+    let mut metrics = RunMetrics::new(2).with_checks([("ok", false)]);
+    metrics.latency_by_status = true;
+    for i in 0..5_000 {
+        record(&mut metrics, i, 1_000);
+    }
+    let mut file = sample(0, 1_000);
+    file.metrics = metrics;
+    let back = ResultsFile::from_bytes(&file.to_bytes()).unwrap();
+    assert!(back.metrics.latency_by_status);
+    for (mine, theirs) in back.metrics.tags.iter().zip(&file.metrics.tags) {
+        let statuses = |t: &barrage_metrics::TagMetrics| {
+            t.latency_by_status
+                .iter()
+                .map(|(s, h)| (*s, h.recorded().collect::<Vec<_>>()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(statuses(mine), statuses(theirs));
+        assert_eq!(mine.latency_by_status.len(), 2);
+    }
+    let plain = sample(2_000, 1_000);
+    let back = ResultsFile::from_bytes(&plain.to_bytes()).unwrap();
+    assert!(!back.metrics.latency_by_status);
+    assert!(back
+        .metrics
+        .tags
+        .iter()
+        .all(|t| t.latency_by_status.is_empty()));
 }

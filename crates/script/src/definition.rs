@@ -9,7 +9,7 @@ use crate::jsval::{Args, JsVal};
 use crate::steps::{SessionBuilder, Tags};
 use crate::ScriptError;
 use barrage_plan::{
-    ArrivalPhase, Credentials, DataSource, Header, OpenArrivals, Plan, Session, Target,
+    limits, ArrivalPhase, Credentials, DataSource, Header, OpenArrivals, Plan, Session, Target,
     TestOptions, Workload, PLAN_FORMAT_VERSION,
 };
 use std::path::{Path, PathBuf};
@@ -32,9 +32,12 @@ const TEST_OPTIONS: &[&str] = &[
     "maxRedirects",
     "cluster",
     "dumptraffic",
+    "exclude_tags",
 ];
 /// The largest integer a JavaScript number holds exactly.
 const MAX_SAFE: i64 = (1 << 53) - 1;
+/// The most clients a definition may ask for.
+const MAX_CLIENTS: i64 = limits::MAX_CLIENTS as i64;
 
 #[derive(Default)]
 struct Definition {
@@ -370,7 +373,7 @@ impl Definition {
                 &["duration", "rate", "rampTo", "max_users", "max_clients"],
             )?;
             for (key, v) in fields.iter().filter(|(k, _)| k.starts_with("max_")) {
-                let limit = p.integer(v, key, 1, MAX_SAFE)? as u64;
+                let limit = p.integer(v, key, 1, MAX_CLIENTS)? as u64;
                 let previous = self.phase_max_clients.get_or_insert(limit);
                 if *previous != limit {
                     self.warnings.push(format!(
@@ -392,9 +395,9 @@ impl Definition {
             if duration.is_zero() {
                 return Err(p.err("`duration` must be greater than zero"));
             }
-            let rate = p.non_negative(required("rate")?, "rate")?;
+            let rate = p.rate(required("rate")?, "rate")?;
             let ramp_to = match fields.iter().find(|(k, _)| k == "rampTo") {
-                Some((_, v)) if !v.is_missing() => Some(p.non_negative(v, "rampTo")?),
+                Some((_, v)) if !v.is_missing() => Some(p.rate(v, "rampTo")?),
                 _ => None,
             };
             phases.push(ArrivalPhase {
@@ -426,14 +429,9 @@ impl Definition {
                 key if crate::protocol::PROTOCOL_OPTIONS.contains(&key) => {
                     crate::protocol::apply(options, key, v, a)?
                 }
-                "timeout" => {
-                    options.request_timeout = a.duration(v, key)?;
-                    if options.request_timeout.is_zero() {
-                        return Err(a.err("`timeout` must be greater than zero"));
-                    }
-                }
+                "timeout" => options.request_timeout = a.timeout(v, key)?,
                 "gracePeriod" => self.grace_period = Some(a.duration(v, key)?),
-                "maxClients" => self.max_clients = Some(a.integer(v, key, 1, MAX_SAFE)? as u64),
+                "maxClients" => self.max_clients = Some(a.integer(v, key, 1, MAX_CLIENTS)? as u64),
                 "headers" => {
                     options.headers = Vec::new();
                     for (name, value) in a.map(v, key)? {
@@ -456,7 +454,9 @@ impl Definition {
                 "cookies" => options.cookies = a.bool(v, key)?,
                 "maxRedirects" => options.max_redirects = a.integer(v, key, 0, 100)? as u32,
                 "compression" => options.compression = a.bool(v, key)?,
-                "threads" => options.threads = Some(a.integer(v, key, 1, 4096)? as usize),
+                "threads" => {
+                    options.threads = Some(a.integer(v, key, 1, limits::MAX_THREADS as i64)? as usize)
+                }
                 "maxBody" => {
                     options.limits.max_body = match v {
                         JsVal::Str(text) => barrage_plan::ResponseLimits::parse_max_body(text)
@@ -477,6 +477,9 @@ impl Definition {
                     "{}: warning: {}: `{key}` is a StormForger cloud setting; barrage runs here and ignores it",
                     a.loc, a.what
                 )),
+                "exclude_tags" => {
+                    crate::request::warn_unknown_meaning(&mut self.warnings, a, "exclude_tags")
+                }
                 _ => options.seed = Some(a.integer(v, key, 0, MAX_SAFE)? as u64),
             }
         }

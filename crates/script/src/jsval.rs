@@ -181,6 +181,25 @@ impl Args<'_> {
         Ok(n)
     }
 
+    /// A rate: a finite number from 0 to [`barrage_plan::limits::MAX_RATE`].
+    pub(crate) fn rate(&self, value: &JsVal, name: &str) -> Result<f64, ScriptError> {
+        let n = self.non_negative(value, name)?;
+        barrage_plan::limits::check_rate(n).map_err(|e| self.err(format_args!("`{name}`: {e}")))
+    }
+
+    /// A number of seconds (a wait): finite, from 0 to 365 days.
+    pub(crate) fn seconds(&self, value: &JsVal, name: &str) -> Result<f64, ScriptError> {
+        let n = self.non_negative(value, name)?;
+        barrage_plan::limits::check_seconds(n).map_err(|e| self.err(format_args!("`{name}`: {e}")))
+    }
+
+    /// A request timeout: a duration from 1ms to 24h.
+    pub(crate) fn timeout(&self, value: &JsVal, name: &str) -> Result<Duration, ScriptError> {
+        let timeout = self.duration(value, name)?;
+        barrage_plan::limits::check_timeout(timeout)
+            .map_err(|e| self.err(format_args!("`{name}`: {e}")))
+    }
+
     /// A whole number within `min..=max`.
     pub(crate) fn integer(
         &self,
@@ -199,19 +218,21 @@ impl Args<'_> {
         Ok(n as i64)
     }
 
-    /// A duration: a number of seconds, or text such as `"500ms"` or `"2m"`.
+    /// A duration: a number of seconds, or text such as `"500ms"` or `"2m"`; at most
+    /// [`barrage_plan::limits::MAX_DURATION`].
     pub(crate) fn duration(&self, value: &JsVal, name: &str) -> Result<Duration, ScriptError> {
-        match value {
+        let checked = match value {
             JsVal::Str(text) if !crate::value::has_marker(text) => {
                 barrage_plan::parse_duration(text)
-                    .map_err(|e| self.err(format_args!("`{name}`: {e}")))
+                    .map_err(|e| e.to_string())
+                    .and_then(barrage_plan::limits::check_duration)
             }
             other => {
                 let seconds = self.non_negative(other, name)?;
-                Duration::try_from_secs_f64(seconds)
-                    .map_err(|_| self.err(format_args!("`{name}` is too long: {seconds} s")))
+                barrage_plan::limits::duration_from_secs(seconds)
             }
-        }
+        };
+        checked.map_err(|e| self.err(format_args!("`{name}`: {e}")))
     }
 }
 

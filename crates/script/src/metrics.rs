@@ -8,7 +8,7 @@ use crate::jsval::{Args, JsVal};
 use crate::value::{self, parts, Part};
 use crate::ScriptError;
 use barrage_plan::{
-    is_metric_name, parse_expression, parse_key, threshold_problem, MetricDecl, MetricKind,
+    is_metric_name, parse_expression, parse_key_filters, threshold_problem, MetricDecl, MetricKind,
     MetricSample, MetricsSpec, ResponseTiming, SampleInput, Step, Threshold, ThresholdRule, Value,
     BUILTIN_METRICS,
 };
@@ -60,7 +60,7 @@ impl MetricDefs {
             return Err(a.err(format_args!("the thresholds were already set at {first}")));
         }
         for (key, spec) in a.map(&call.args[0], "thresholds")? {
-            let (metric, tag) = parse_key(key).map_err(|e| a.err(e))?;
+            let (metric, tag, status) = parse_key_filters(key).map_err(|e| a.err(e))?;
             let items: Vec<&JsVal> = match spec {
                 JsVal::Arr(items) => items.iter().collect(),
                 one => vec![one],
@@ -74,6 +74,7 @@ impl MetricDefs {
                     key: key.clone(),
                     metric,
                     tag,
+                    status,
                     rules,
                 },
                 call.loc.clone(),

@@ -6,13 +6,14 @@
 //! requirements:
 //! - http.latency:
 //!     select: { type: percentile, value: 99 }
-//!     where: { tag: checkout }
+//!     where: { tag: checkout, status: ["<", 500] }
 //!     test: ["<=", 500]
 //! - http.error_ratio: ["<", 0.01]
 //! - checks: [">=", 0.99]
 //! ```
 //!
-//! `http.latency` (ms) becomes `http_req_duration`, `http.error_ratio` the rate of
+//! `http.latency` (ms) becomes `http_req_duration` (`where.status` its latency of the
+//! responses with such a status, `http_req_duration{tag:checkout,status:<500}`), `http.error_ratio` the rate of
 //! `http_req_failed`, `checks` the rate of passed checks, `test.duration` (seconds) and
 //! `test.completed` barrage's run facts `run_duration` and `run_completed`; `enabled: false`
 //! leaves a requirement out. What a local run has no figure for (the cloud cluster's utilisation) is
@@ -156,15 +157,16 @@ fn aggregation_of(select: Option<&Value>) -> Result<Aggregation, String> {
     })
 }
 
-/// The request tag of `where: {tag}`; other filters have no figure in barrage's metrics.
-fn tag_of(spec: &Value) -> Result<Option<String>, String> {
+/// The filters of `where: {tag, status}`: the request tag, and the status filter as a
+/// threshold key writes it (`<500`; `status: ["<", 500]` or `status: 200`).
+fn where_of(spec: &Value) -> Result<(Option<String>, Option<String>), String> {
     let Some(filter) = spec.get("where") else {
-        return Ok(None);
+        return Ok((None, None));
     };
     let Value::Object(filter) = filter else {
         return Err("`where` must be a mapping".into());
     };
-    let mut tag = None;
+    let (mut tag, mut status) = (None, None);
     for (key, value) in filter {
         match key.as_str() {
             "tag" => {
@@ -176,15 +178,32 @@ fn tag_of(spec: &Value) -> Result<Option<String>, String> {
                 )
             }
             "status" => {
-                return Err(
-                    "`where.status` cannot be evaluated: barrage keeps latency per request tag, not per status code (give the requests a tag of their own instead)"
-                        .into(),
-                )
+                let text = match value {
+                    Value::Array(pair) => match pair.as_slice() {
+                        [Value::String(op), code] if code.is_u64() => format!("{op}{code}"),
+                        _ => {
+                            return Err(format!("`where.status` must be [op, status], got {value}"))
+                        }
+                    },
+                    Value::Number(code) => code.to_string(),
+                    _ => {
+                        return Err(format!(
+                            "`where.status` must be [op, status] or a status, got {value}"
+                        ))
+                    }
+                };
+                let filter = barrage_plan::StatusFilter::parse(&text)
+                    .map_err(|e| format!("`where.status`: {e}"))?;
+                status = Some(filter.label());
             }
-            other => return Err(format!("unknown filter `where.{other}` (known: tag)")),
+            other => {
+                return Err(format!(
+                    "unknown filter `where.{other}` (known: tag, status)"
+                ))
+            }
         }
     }
-    Ok(tag)
+    Ok((tag, status))
 }
 
 fn requirement(name: &str, spec: &Value, out: &mut Requirements) -> Result<(), String> {
@@ -197,14 +216,22 @@ fn requirement(name: &str, spec: &Value, out: &mut Requirements) -> Result<(), S
             return Err(format!("unknown key `{key}` (known: {})", known.join(", ")));
         }
     }
-    let (metric, aggregation, tag) = match name {
+    let (metric, aggregation, (tag, status)) = match name {
         "http.latency" => (
             "http_req_duration",
             aggregation_of(spec.get("select"))?,
-            tag_of(spec)?,
+            where_of(spec)?,
         ),
-        "http.error_ratio" => ("http_req_failed", Aggregation::Rate, tag_of(spec)?),
-        "checks" => ("checks", Aggregation::Rate, None),
+        "http.error_ratio" => match where_of(spec)? {
+            (_, Some(_)) => {
+                return Err(
+                    "`where.status` filters latency; an error ratio by status has no meaning"
+                        .into(),
+                )
+            }
+            filters => ("http_req_failed", Aggregation::Rate, filters),
+        },
+        "checks" => ("checks", Aggregation::Rate, (None, None)),
         "test.completed" => {
             let wanted = match spec {
                 Value::Bool(b) => *b,
@@ -214,7 +241,7 @@ fn requirement(name: &str, spec: &Value, out: &mut Requirements) -> Result<(), S
             out.thresholds.push(Threshold::parse("run_completed", &expression)?);
             return Ok(());
         }
-        "test.duration" => ("run_duration", Aggregation::Value, None),
+        "test.duration" => ("run_duration", Aggregation::Value, (None, None)),
         cloud if cloud.starts_with("test.cluster.") => {
             out.warnings.push(format!(
                 "warning: NFR `{cloud}` measures StormForger's cloud cluster; a local run has no such figure, so it is not evaluated"
@@ -228,9 +255,11 @@ fn requirement(name: &str, spec: &Value, out: &mut Requirements) -> Result<(), S
         }
     };
     let (op, value) = test_of(spec)?;
-    let key = match &tag {
-        Some(tag) => format!("{metric}{{tag:{tag}}}"),
-        None => metric.to_string(),
+    let key = match (&tag, &status) {
+        (Some(tag), Some(status)) => format!("{metric}{{tag:{tag},status:{status}}}"),
+        (Some(tag), None) => format!("{metric}{{tag:{tag}}}"),
+        (None, Some(status)) => format!("{metric}{{status:{status}}}"),
+        (None, None) => metric.to_string(),
     };
     let expression = format!("{}{op}{value}", aggregation.label());
     let threshold = Threshold::parse(&key, &expression)?;
@@ -261,6 +290,11 @@ requirements:
     select: { type: percentile, value: 95 }
     where: { tag: checkout }
     test: ["<", 5000]
+- http.latency:
+    select: { type: percentile, value: 95 }
+    where: { status: ["<", 500], tag: checkout }
+    test: ["<", 5000]
+- http.latency: { where: { status: 200 }, select: maximum, test: ["<", 900] }
 - http.latency: { select: median, test: ["<", 200] }
 - http.error_ratio: ["<", 0.01]
 - checks: { test: [">=", 0.99] }
@@ -280,6 +314,8 @@ requirements:
             .collect();
         let expected = [
             ("http_req_duration{tag:checkout}", "p(95)<5000"),
+            ("http_req_duration{tag:checkout,status:<500}", "p(95)<5000"),
+            ("http_req_duration{status:==200}", "max<900"),
             ("http_req_duration", "med<200"),
             ("http_req_failed", "rate<0.01"),
             ("checks", "rate>=0.99"),
@@ -307,8 +343,12 @@ requirements:
                 "requirement 1 (`http.latency`): `test` must be [op, number]",
             ),
             (
-                "version: \"0.1\"\nrequirements:\n- http.latency: {where: {status: [\"<\", 500]}, test: [\"<\", 1]}\n",
-                "requirement 1 (`http.latency`): `where.status` cannot be evaluated",
+                "version: \"0.1\"\nrequirements:\n- http.latency: {where: {status: [\"~\", 500]}, test: [\"<\", 1]}\n",
+                "requirement 1 (`http.latency`): `where.status`: status filter",
+            ),
+            (
+                "version: \"0.1\"\nrequirements:\n- http.error_ratio: {where: {status: 500}, test: [\"<\", 1]}\n",
+                "requirement 1 (`http.error_ratio`): `where.status` filters latency",
             ),
             (
                 "version: \"0.1\"\nrequirements:\n- http.speed: [\"<\", 1]\n",

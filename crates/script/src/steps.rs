@@ -104,7 +104,7 @@ impl<'a> SessionBuilder<'a> {
                         return Ok(Step::Wait(Wait::PerClient { seconds }));
                     }
                 }
-                let seconds = a.non_negative(arg(0), "seconds")?;
+                let seconds = a.seconds(arg(0), "seconds")?;
                 Step::Wait(if random {
                     Wait::Random { seconds }
                 } else {
@@ -113,8 +113,8 @@ impl<'a> SessionBuilder<'a> {
             }
             "waitUniform" => {
                 a.arity(args, 2, 2)?;
-                let min = a.non_negative(arg(0), "min")?;
-                let max = a.non_negative(arg(1), "max")?;
+                let min = a.seconds(arg(0), "min")?;
+                let max = a.seconds(arg(1), "max")?;
                 if min > max {
                     return Err(a.err(format_args!("`min` ({min}) is larger than `max` ({max})")));
                 }
@@ -123,7 +123,7 @@ impl<'a> SessionBuilder<'a> {
             "waitExp" => {
                 a.arity(args, 1, 1)?;
                 Step::Wait(Wait::Exponential {
-                    mean: a.non_negative(arg(0), "mean")?,
+                    mean: a.seconds(arg(0), "mean")?,
                 })
             }
             "times" => {
@@ -176,8 +176,22 @@ impl<'a> SessionBuilder<'a> {
         };
         let mut sequential = false;
         let none = JsVal::Undefined;
-        for (key, v) in a.options(call.args.get(1).unwrap_or(&none), &["sequential"])? {
-            sequential = a.bool(v, key)?;
+        let options = call.args.get(1).unwrap_or(&none);
+        // `sequential` is the one option with a public description; others StormForger
+        // may take are accepted with a warning naming them (see `warn_unknown_meaning`).
+        if let JsVal::Obj(fields) = options {
+            for (key, v) in fields.iter().filter(|(_, v)| *v != JsVal::Undefined) {
+                match key.as_str() {
+                    "sequential" => sequential = a.bool(v, key)?,
+                    other => crate::request::warn_unknown_meaning(
+                        &mut self.warnings,
+                        a,
+                        &format!("pickFrom option {other}"),
+                    ),
+                }
+            }
+        } else {
+            a.options(options, &["sequential"])?;
         }
         let source = self.sources[handle];
         Ok(self.bind(call, Binding::PickRow { source, sequential }))

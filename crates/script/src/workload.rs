@@ -26,8 +26,10 @@ const KEYS: &[&str] = &[
     "preAllocatedVUs",
     "maxVUs",
 ];
-/// The most VUs (or iterations) a definition may ask for.
-const MAX_COUNT: i64 = (1 << 53) - 1;
+/// The most iterations a definition may ask for.
+const MAX_COUNT: i64 = barrage_plan::limits::MAX_COUNT as i64;
+/// The most VUs a definition may ask for.
+const MAX_VUS: i64 = barrage_plan::limits::MAX_CLIENTS as i64;
 
 /// The forms, for error messages.
 const FORMS: &str = "{vus, duration}, {stages: [{duration, target}]}, {vus, iterations}, {vus, iterationsPerVU}, {rate, timeUnit, duration, preAllocatedVUs, maxVUs} or {startRate, timeUnit, stages, preAllocatedVUs, maxVUs}";
@@ -44,8 +46,13 @@ pub(crate) fn virtual_users(value: &JsVal, a: &Args) -> Result<Workload, ScriptE
     let has = |key: &str| fields.iter().any(|(k, _)| k == key);
     let get = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
     let count = |key: &str, min: i64| -> Result<Option<u64>, ScriptError> {
+        let max = if key.starts_with("iterations") {
+            MAX_COUNT
+        } else {
+            MAX_VUS
+        };
         get(key)
-            .map(|v| a.integer(v, key, min, MAX_COUNT).map(|n| n as u64))
+            .map(|v| a.integer(v, key, min, max).map(|n| n as u64))
             .transpose()
     };
     let duration = |key: &str| -> Result<Option<Duration>, ScriptError> {
@@ -101,11 +108,11 @@ pub(crate) fn virtual_users(value: &JsVal, a: &Args) -> Result<Workload, ScriptE
                 ],
             )?;
             let start = match get("startRate") {
-                Some(v) => a.non_negative(v, "startRate")?,
+                Some(v) => a.rate(v, "startRate")?,
                 None => 0.0,
             };
             let stages = stages(get("stages").expect("has stages"), a, |v, s| {
-                s.non_negative(v, "target")
+                s.rate(v, "target")
             })?;
             ArrivalPool {
                 start_rate: start,
@@ -130,7 +137,7 @@ pub(crate) fn virtual_users(value: &JsVal, a: &Args) -> Result<Workload, ScriptE
                     "gracefulStop",
                 ],
             )?;
-            let rate = a.non_negative(
+            let rate = a.rate(
                 get("rate").ok_or_else(|| required("rate", arrival))?,
                 "rate",
             )?;
@@ -155,7 +162,7 @@ pub(crate) fn virtual_users(value: &JsVal, a: &Args) -> Result<Workload, ScriptE
             &["stages", "startVUs", "gracefulStop", "gracefulRampDown"],
         )?;
         let stages = stages(get("stages").expect("has stages"), a, |v, s| {
-            s.integer(v, "target", 0, MAX_COUNT).map(|n| n as u64)
+            s.integer(v, "target", 0, MAX_VUS).map(|n| n as u64)
         })?;
         let ramp = RampingVus {
             // k6's default: one VU from the start.

@@ -648,6 +648,155 @@ fn a_wait_takes_a_per_client_value() {
 }
 
 #[test]
+fn every_numeric_option_out_of_range_is_refused_with_its_location() {
+    let target = "definition.setTarget('http://localhost:8080');\n";
+    let session = "definition.session('s', function (s) { s.get('/'); });\n";
+    let phases = "definition.setArrivalPhases([{duration: 1, rate: 1}]);\n";
+    let options = |o: &str| format!("{target}{phases}definition.setTestOptions({o});\n{session}");
+    let arrivals = |p: &str| format!("{target}{session}definition.setArrivalPhases([{p}]);\n");
+    let vus = |v: &str| format!("{target}{session}definition.setVirtualUsers({v});\n");
+    let wait = |w: &str| in_session(&format!("  session.{w};\n  session.get('/');"));
+    let cases = [
+        (options("{timeout: 1e20}"), "bad.js:3:12:", "`timeout`"),
+        (
+            options("{timeout: 86401}"),
+            "bad.js:3:12:",
+            "longest timeout, 24h",
+        ),
+        (
+            options("{timeout: '500us'}"),
+            "bad.js:3:12:",
+            "shortest timeout, 1ms",
+        ),
+        (
+            options("{timeout: 0}"),
+            "bad.js:3:12:",
+            "shortest timeout, 1ms",
+        ),
+        (options("{gracePeriod: '400d'}"), "bad.js:3:12:", "365d"),
+        (options("{gracePeriod: 1e300}"), "bad.js:3:12:", "365d"),
+        (
+            options("{threads: 2000}"),
+            "bad.js:3:12:",
+            "`threads` must be a whole number from 1 to 1024",
+        ),
+        (
+            options("{maxClients: 2000000}"),
+            "bad.js:3:12:",
+            "`maxClients` must be a whole number from 1 to 1000000",
+        ),
+        (
+            options("{poolSize: 4294967295}"),
+            "bad.js:3:12:",
+            "`poolSize`",
+        ),
+        (
+            options("{initialWindowSize: 2147483648}"),
+            "bad.js:3:12:",
+            "`initialWindowSize`",
+        ),
+        (
+            options("{initialWindowSize: 0}"),
+            "bad.js:3:12:",
+            "`initialWindowSize`",
+        ),
+        (
+            options("{maxConcurrentStreams: 0}"),
+            "bad.js:3:12:",
+            "`maxConcurrentStreams`",
+        ),
+        (options("{maxBody: '2GiB'}"), "bad.js:3:12:", "`maxBody`"),
+        (options("{maxBody: 0}"), "bad.js:3:12:", "`maxBody`"),
+        (
+            options("{maxResponseHeaders: 100000}"),
+            "bad.js:3:12:",
+            "`maxResponseHeaders`",
+        ),
+        (options("{dnsTtl: '400d'}"), "bad.js:3:12:", "`dnsTtl`"),
+        (
+            arrivals("{duration: 1, rate: 1e10}"),
+            "bad.js:3:12:",
+            "arrival phase 1: `rate`",
+        ),
+        (
+            arrivals("{duration: 1, rate: 1e-300}"),
+            "bad.js:3:12:",
+            "arrival phase 1: `rate`",
+        ),
+        (
+            arrivals("{duration: 1, rate: 1, rampTo: 1e10}"),
+            "bad.js:3:12:",
+            "`rampTo`",
+        ),
+        (
+            arrivals("{duration: '400d', rate: 1}"),
+            "bad.js:3:12:",
+            "`duration`",
+        ),
+        (
+            arrivals("{duration: 1, rate: 1, max_users: 2000000}"),
+            "bad.js:3:12:",
+            "`max_users`",
+        ),
+        (
+            vus("{vus: 2000000, duration: 1}"),
+            "bad.js:3:12:",
+            "`vus` must be a whole number from 1 to 1000000",
+        ),
+        (
+            vus("{vus: 1, iterations: 1e13}"),
+            "bad.js:3:12:",
+            "`iterations`",
+        ),
+        (
+            vus("{vus: 1, duration: 1e300}"),
+            "bad.js:3:12:",
+            "`duration`",
+        ),
+        (
+            vus("{stages: [{duration: 1, target: 2000000}]}"),
+            "bad.js:3:12:",
+            "`target`",
+        ),
+        (
+            vus("{rate: 1e10, duration: 1, preAllocatedVUs: 1}"),
+            "bad.js:3:12:",
+            "`rate`",
+        ),
+        (
+            vus("{rate: 1, duration: 1, preAllocatedVUs: 2000000}"),
+            "bad.js:3:12:",
+            "`preAllocatedVUs`",
+        ),
+        (
+            vus("{rate: 1, duration: 1, preAllocatedVUs: 1, maxVUs: 2000000}"),
+            "bad.js:3:12:",
+            "`maxVUs`",
+        ),
+        (
+            vus("{startRate: 1e10, stages: [{duration: 1, target: 1}], preAllocatedVUs: 1}"),
+            "bad.js:3:12:",
+            "`startRate`",
+        ),
+        (
+            vus("{vus: 1, duration: 1, gracefulStop: '400d'}"),
+            "bad.js:3:12:",
+            "`gracefulStop`",
+        ),
+        (wait("wait(1e300)"), "bad.js:4:", "`seconds`"),
+        (wait("waitUniform(1, 1e300)"), "bad.js:4:", "`max`"),
+        (wait("waitExp(1e300)"), "bad.js:4:", "`mean`"),
+    ];
+    for (source, location, named) in &cases {
+        let e = error(source);
+        assert!(
+            e.starts_with(location) && e.contains(named),
+            "expected {location} … {named}, got: {e}\n{source}"
+        );
+    }
+}
+
+#[test]
 fn jwt_generator_binds_a_token_resigned_per_client() {
     let source = format!(
         "{HEAD}definition.setTestOptions({{ cookies: true, maxRedirects: 3 }});\n\

@@ -286,3 +286,13 @@ fn fuzz_cli_value_parsers() {
         let _ = outputs.trend_stats();
     });
 }
+
+#[test]
+fn rates_too_low_to_schedule_are_rejected() {
+    // The gap after a rate of 1e-300 per second is no duration a clock can keep.
+    for value in ["1e-300", "1e-7"] {
+        check_rejected(QUICK, "--rate", value);
+        check_rejected(QUICK, "-q", value);
+    }
+    assert_eq!(outcome(&argv(QUICK, "--rate", "1e-6")), Ok(()));
+}

@@ -119,7 +119,10 @@ fn flag_cases() -> Vec<FlagCase> {
         FlagCase {
             name: "U",
             value: Some("ua/1"),
-            check: |p| assert_eq!(header_of(p, "User-Agent").as_deref(), Some("ua/1")),
+            check: |p| {
+                let expected = format!("ua/1 barrage/{}", env!("CARGO_PKG_VERSION"));
+                assert_eq!(header_of(p, "User-Agent"), Some(expected));
+            },
             bad: Some("a\u{1}b"),
         },
         FlagCase {
@@ -163,6 +166,12 @@ fn flag_cases() -> Vec<FlagCase> {
             value: None,
             check: |p| assert!(p["options"].get("max_redirects").is_none(), "{p}"),
             bad: Some("maybe"),
+        },
+        FlagCase {
+            name: "x",
+            value: Some("127.0.0.1:3128"),
+            check: |p| assert_eq!(p["options"]["proxy"]["target"]["port"], 3128, "{p}"),
+            bad: Some("https://127.0.0.1:3128"),
         },
     ]
 }
@@ -238,6 +247,43 @@ fn quick_follows_redirects_like_hey_unless_disabled() {
     );
     let s = quick_json(&["-n", "4", "-c", "1", "-disable-redirects", &url], LIMIT);
     assert_eq!(s["status_codes"], serde_json::json!({"302": 4}), "{s:#}");
+}
+
+#[test]
+fn a_tenth_redirect_is_heys_error_and_csv_has_a_row_per_chain() {
+    let target = Target::start();
+    // hey (Go's client) sends at most 10 requests per chain; the 10th 302 is an error.
+    let s = quick_json(&["-n", "2", "-c", "1", &target.url("/redirect/12")], LIMIT);
+    assert_eq!(s["status_codes"], serde_json::json!({"302": 18}), "{s:#}");
+    assert_eq!(
+        s["errors_by_kind"],
+        serde_json::json!({"too_many_redirects": 2}),
+        "{s:#}"
+    );
+    let s = quick_json(&["-n", "2", "-c", "1", &target.url("/redirect/9")], LIMIT);
+    assert_eq!(s["status_codes"]["200"], 2, "{s:#}");
+    // -o csv: one row per chain (its final status), as hey writes one per client.Do.
+    let out = barrage(
+        &[
+            "quick",
+            "-n",
+            "3",
+            "-c",
+            "1",
+            "-o",
+            "csv",
+            &target.url("/redirect/2"),
+        ],
+        LIMIT,
+    );
+    out.expect_success();
+    let rows: Vec<&str> = out.stdout.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "{}", out.stdout);
+    assert!(
+        rows.iter().all(|r| r.split(',').nth(6) == Some("200")),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
@@ -371,7 +417,8 @@ fn compared(name: &str, value: &str) -> bool {
 }
 
 /// An HTTP/1.1 server on a free loopback port recording every request; `/r` redirects to
-/// `/final` with 302, everything else answers 200 `ok`.
+/// `/final` with 302, `/x` to `http://localhost:PORT/final` (the same server under another
+/// host name: another origin), `/loop` to itself; everything else answers 200 `ok`.
 fn recording_server() -> (SocketAddr, Arc<Mutex<Vec<Seen>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -381,13 +428,19 @@ fn recording_server() -> (SocketAddr, Arc<Mutex<Vec<Seen>>>) {
         for (connection, stream) in listener.incoming().enumerate() {
             let Ok(stream) = stream else { return };
             let log = log.clone();
-            std::thread::spawn(move || serve_recording(connection, stream, &log));
+            let port = addr.port();
+            std::thread::spawn(move || serve_recording(connection, stream, port, &log));
         }
     });
     (addr, seen)
 }
 
-fn serve_recording(connection: usize, stream: std::net::TcpStream, log: &Mutex<Vec<Seen>>) {
+fn serve_recording(
+    connection: usize,
+    stream: std::net::TcpStream,
+    port: u16,
+    log: &Mutex<Vec<Seen>>,
+) {
     let mut writer = stream.try_clone().unwrap();
     let mut reader = BufReader::new(stream);
     loop {
@@ -420,10 +473,13 @@ fn serve_recording(connection: usize, stream: std::net::TcpStream, log: &Mutex<V
         }
         headers.retain(|(n, v)| compared(n, v));
         headers.sort();
-        let response: &[u8] = if path == "/r" {
-            b"HTTP/1.1 302 Found\r\nLocation: /final\r\nContent-Length: 0\r\n\r\n"
-        } else {
-            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        let redirect =
+            |to: &str| format!("HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\n\r\n");
+        let response = match path.as_str() {
+            "/r" => redirect("/final"),
+            "/x" => redirect(&format!("http://localhost:{port}/final")),
+            "/loop" => redirect("/loop"),
+            _ => "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_string(),
         };
         log.lock().unwrap().push(Seen {
             connection,
@@ -432,7 +488,7 @@ fn serve_recording(connection: usize, stream: std::net::TcpStream, log: &Mutex<V
             headers,
             body,
         });
-        if writer.write_all(response).is_err() {
+        if writer.write_all(response.as_bytes()).is_err() {
             return;
         }
     }
@@ -528,10 +584,18 @@ fn the_same_command_line_sends_what_hey_sends() {
         ),
         (&["-n", "2", "-c", "1", "-m", "POST", "-d", "x=1"], "/r"),
         (&["-n", "2", "-c", "1", "-disable-redirects"], "/r"),
+        // To another origin: its own connection, its Host, no Authorization (credentials
+        // from the URL: hey's own -a never reaches the wire, its headers replace them).
+        (&["-n", "2", "-c", "1", "-H", "X-B: 2"], "user:pw@/x"),
+        // Go stops a chain after 10 requests (an error, not an 11th request).
+        (&["-n", "1", "-c", "1"], "/loop"),
     ];
     let (addr, seen) = recording_server();
     for (args, path) in cases {
-        let url = format!("http://{addr}{path}");
+        let url = match path.split_once('@') {
+            Some((userinfo, path)) => format!("http://{userinfo}@{addr}{path}"),
+            None => format!("http://{addr}{path}"),
+        };
         let hey = requests_of("hey", args, &url, &seen);
         let ours = requests_of("barrage", args, &url, &seen);
         assert!(!hey.is_empty(), "{args:?}: hey sent nothing");
@@ -711,6 +775,46 @@ fn x_sends_requests_through_an_http_proxy_and_https_through_connect() {
         [
             format!("GET {} HTTP/1.1", plain.url("/redirect/1")),
             format!("GET {} HTTP/1.1", plain.url("/get"))
+        ]
+    );
+    // A redirect to another origin goes through the proxy too: absolute form (with the
+    // proxy's credentials) for http, a CONNECT tunnel for https.
+    seen.lock().unwrap().clear();
+    let elsewhere = format!("https://localhost:{}/get", target.addr.port());
+    let s = quick_json(
+        &[
+            "-n",
+            "1",
+            "-c",
+            "1",
+            "-x",
+            &proxy_url,
+            "--cacert",
+            &cert,
+            &plain.url(&format!("/redirect-to?url={elsewhere}")),
+        ],
+        LIMIT,
+    );
+    assert_eq!(
+        s["status_codes"],
+        serde_json::json!({"200": 1, "302": 1}),
+        "{s:#}"
+    );
+    let hops = seen.lock().unwrap().clone();
+    assert_eq!(
+        hops,
+        [
+            (
+                format!(
+                    "GET {} HTTP/1.1",
+                    plain.url(&format!("/redirect-to?url={elsewhere}"))
+                ),
+                Some("basic dtpwdw==".to_string())
+            ),
+            (
+                format!("CONNECT localhost:{} HTTP/1.1", target.addr.port()),
+                Some("basic dtpwdw==".to_string())
+            ),
         ]
     );
     // HTTPS: a CONNECT tunnel to the target, TLS inside it (hey's -x host:port form).

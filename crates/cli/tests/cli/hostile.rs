@@ -218,3 +218,30 @@ fn run_with_extractions_fails_bodies_past_max_body_as_body_too_large() {
         );
     }
 }
+
+#[test]
+fn a_request_cut_off_by_its_timeout_counts_the_bytes_that_arrived() {
+    let target = Target::start();
+    // `stall-body` sends its head and 1 KB of body, then nothing: every request times out
+    // with over 1 KB received (HTTP/2: the HEADERS and DATA frames).
+    let url = target.url("/chaos/stall-body?secs=5");
+    for extra in [&[][..], &["--h2"][..]] {
+        let mut argv = vec!["quick", "-o", "json", "-n", "2", "-c", "1", "-t", "300ms"];
+        argv.extend_from_slice(extra);
+        argv.push(&url);
+        let s = barrage(&argv, ON_TIME).json();
+        assert_eq!(s["errors_by_kind"]["timeout"], 2, "{extra:?}\n{s:#}");
+        assert_eq!(u(&s, "responses"), 0, "{extra:?}\n{s:#}");
+        assert!(
+            u(&s, "bytes_received") >= 2 * 1024,
+            "{extra:?}: bytes that arrived before the timeout count\n{s:#}"
+        );
+        let per_second: u64 = s["per_second"]
+            .as_array()
+            .expect("per_second")
+            .iter()
+            .map(|b| b["bytes_received"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(per_second, u(&s, "bytes_received"), "{extra:?}\n{s:#}");
+    }
+}

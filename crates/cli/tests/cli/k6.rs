@@ -79,6 +79,11 @@ export default function () {
     'content type': (r) => r.headers['Content-Type'] === 'application/json',
     'timings': (r) => r.timings.duration > 0 && r.timings.waiting >= 0,
     'url': (r) => r.url === 'BASE/json',
+    'response fields': (r) => r.status_text === '200 OK' && r.proto === 'HTTP/1.1'
+      && r.request.method === 'GET' && r.request.url === r.url && r.error === ''
+      && r.error_code === 0 && r.headers === r.headers && r instanceof http.Response,
+    'stringified': (r) => JSON.parse(JSON.stringify(r)).status === 200
+      && JSON.parse(JSON.stringify(r)).body === r.body,
   });
   okRate.add(ok);
   took.add(res.timings.duration);
@@ -113,6 +118,8 @@ fn a_k6_ramp_script_runs_with_checks_custom_metrics_and_thresholds() {
         "content type",
         "timings",
         "url",
+        "response fields",
+        "stringified",
     ] {
         assert_eq!(check_counts(&s, name), (iterations, 0), "{name}");
     }
@@ -309,4 +316,215 @@ fn compat_k6_forces_the_front_end_and_cli_overrides_apply() {
     );
     assert_eq!(out.code(), Some(0), "{}", out.stderr);
     assert_eq!(u(&summary.unwrap(), "requests"), 7);
+}
+
+#[test]
+fn a_k6_run_whose_requests_never_got_a_response_is_never_green() {
+    let target = Target::start();
+    // Every request stalls past the run's end (no grace period): nothing answered, nothing
+    // errored, two requests still open.
+    let script = k6_script(
+        "stalled.js",
+        &target,
+        "import http from 'k6/http';\nexport const options = { scenarios: { s: { executor: 'constant-vus', vus: 2, duration: '1s', gracefulStop: '0s' } } };\nexport default function () { http.get('BASE/chaos/stall?secs=60', { timeout: '90s' }); }\n",
+    );
+    let (out, summary) = run_k6(&script, &[]);
+    assert_eq!(out.code(), Some(1), "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("no request got a response"),
+        "{}",
+        out.stderr
+    );
+    let s = summary.unwrap_or_else(|| panic!("{}", out.stderr));
+    assert_eq!(u(&s, "responses"), 0);
+    assert_eq!(u(&s, "interrupted_requests"), 2);
+}
+
+#[test]
+fn open_shared_array_and_execution_in_a_k6_script() {
+    let target = Target::start();
+    let users = scratch_file(
+        "k6-users.json",
+        br#"[{"name":"ann"},{"name":"bob"},{"name":"cy"}]"#,
+    );
+    let script = k6_script(
+        "lifecycle.js",
+        &target,
+        &format!(
+            r#"import http from 'k6/http';
+import {{ check }} from 'k6';
+import {{ SharedArray }} from 'k6/data';
+import exec from 'k6/execution';
+const raw = open('./{users}');
+const bytes = open('{users}', 'b');
+const users = new SharedArray('users', function () {{ return JSON.parse(raw); }});
+export const options = {{ scenarios: {{ main: {{ executor: 'shared-iterations', vus: 2, iterations: 6 }} }} }};
+export default function () {{
+  const user = users[exec.scenario.iterationInTest % users.length];
+  const res = http.get('BASE/get?user=' + user.name);
+  check(res, {{
+    'user sent': (r) => r.json().args.user === user.name,
+    'array reads': () => users.length === 3 && users.map((u) => u.name).join() === 'ann,bob,cy'
+      && [...users].length === 3 && users[3] === undefined,
+    'read-only': () => {{ try {{ users[0] = 1; return false; }} catch (e) {{ return true; }} }},
+    'binary open': () => bytes instanceof ArrayBuffer && bytes.byteLength === raw.length,
+    'vu ids': () => exec.vu.idInTest === __VU && exec.vu.iterationInScenario === __ITER,
+    'scenario': () => exec.scenario.name === 'main' && exec.scenario.executor === 'shared-iterations',
+  }});
+  console.log('iter-in-test=' + exec.scenario.iterationInTest);
+}}
+"#,
+            users = users.file_name().unwrap().to_str().unwrap()
+        ),
+    );
+    let (out, summary) = run_k6(&script, &[]);
+    assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    let s = summary.unwrap();
+    for name in [
+        "user sent",
+        "array reads",
+        "read-only",
+        "binary open",
+        "vu ids",
+        "scenario",
+    ] {
+        assert_eq!(check_counts(&s, name), (6, 0), "{name}: {}", out.stderr);
+    }
+    for n in 0..6 {
+        assert!(
+            out.stderr.contains(&format!("iter-in-test={n}\n")),
+            "{n}: {}",
+            out.stderr
+        );
+    }
+    // open() outside the init context is an error in the iteration, as in k6.
+    let late = k6_script(
+        "late_open.js",
+        &target,
+        "import http from 'k6/http';\nexport const options = { iterations: 1 };\nexport default function () { http.get('BASE/get'); open('x.txt'); }\n",
+    );
+    let (out, summary) = run_k6(&late, &[]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert_eq!(u(&summary.unwrap()["sessions"], "failed"), 1);
+    assert!(
+        out.stderr.contains("only available in the init context"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn test_abort_stops_the_run_with_exit_108() {
+    let target = Target::start();
+    let script = k6_script(
+        "abort.js",
+        &target,
+        r#"import http from 'k6/http';
+import exec from 'k6/execution';
+export const options = { vus: 1, duration: '20s' };
+export default function () {
+  http.get('BASE/get');
+  if (__ITER === 2) {
+    exec.test.abort('enough');
+  }
+}
+"#,
+    );
+    let started = std::time::Instant::now();
+    let (out, summary) = run_k6(&script, &[]);
+    assert_eq!(out.code(), Some(108), "{}\n{}", out.stdout, out.stderr);
+    assert!(started.elapsed() < Duration::from_secs(15), "not stopped");
+    assert!(
+        out.stderr.contains("test aborted: enough"),
+        "{}",
+        out.stderr
+    );
+    let s = summary.unwrap();
+    assert_eq!(u(&s, "requests"), 3);
+    // In the init context: 108 before any load.
+    let init = k6_script(
+        "abort_init.js",
+        &target,
+        "import exec from 'k6/execution';\nexec.test.abort('no config');\nexport default function () {}\n",
+    );
+    let (out, _) = run_k6(&init, &[]);
+    assert_eq!(out.code(), Some(108), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("test aborted: no config"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn k6_encoding_base64_round_trips_against_the_target() {
+    let target = Target::start();
+    let script = k6_script(
+        "encoding.js",
+        &target,
+        r#"import http from 'k6/http';
+import { check } from 'k6';
+import encoding from 'k6/encoding';
+export const options = { iterations: 2 };
+export default function () {
+  const sent = encoding.b64encode('héllo?>');
+  check(http.get('BASE/base64/' + encoding.b64encode('héllo?>', 'rawurl')), {
+    'target decodes': (r) => r.status === 200 && r.body === 'héllo?>',
+  });
+  check(null, {
+    'std': () => sent === 'aMOpbGxvPz4=',
+    'rawstd': () => encoding.b64encode('ab', 'rawstd') === 'YWI',
+    'url': () => encoding.b64encode(new Uint8Array([251, 255]).buffer, 'url') === '-_8=',
+    'bytes': () => encoding.b64encode(new Uint8Array([251, 255]).buffer) === '+/8=',
+    'decode text': () => encoding.b64decode(sent, 'std', 's') === 'héllo?>',
+    'decode bytes': () => new Uint8Array(encoding.b64decode('+/8=')).join() === '251,255',
+    'bad alphabet': () => { try { encoding.b64encode('x', 'hex'); return false; } catch (e) { return e instanceof TypeError; } },
+  });
+}
+"#,
+    );
+    let (out, summary) = run_k6(&script, &[]);
+    assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    let s = summary.unwrap();
+    for name in [
+        "target decodes",
+        "std",
+        "rawstd",
+        "url",
+        "bytes",
+        "decode text",
+        "decode bytes",
+        "bad alphabet",
+    ] {
+        assert_eq!(check_counts(&s, name), (2, 0), "{name}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn a_request_timeout_out_of_range_throws_in_its_iteration() {
+    let target = Target::start();
+    let script = k6_script(
+        "timeouts.js",
+        &target,
+        r#"import http from 'k6/http';
+export const options = { vus: 1, iterations: 3 };
+export default function () {
+  const timeouts = [1e300, 0.5, '2s'];
+  http.get('BASE/get', { timeout: timeouts[__ITER] });
+}
+"#,
+    );
+    let (out, summary) = run_k6(&script, &[]);
+    assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    let s = summary.unwrap();
+    // 1e300 ms and 0.5 ms are no timeout barrage can keep: their iterations fail, the
+    // process does not; the third request runs.
+    assert_eq!(u(&s["sessions"], "failed"), 2, "{s:#}");
+    assert_eq!(u(&s, "requests"), 1, "{s:#}");
+    assert!(
+        out.stderr.contains("longer than the longest timeout")
+            && out.stderr.contains("shorter than the shortest timeout"),
+        "{}",
+        out.stderr
+    );
 }

@@ -322,3 +322,54 @@ fn the_stormforger_example_plans_with_its_requirements() {
     assert!(out.stdout.contains("\"value\": 5.0"), "{}", out.stdout);
     assert!(out.stderr.contains("cluster"), "{}", out.stderr);
 }
+
+/// NFR `where.status` filters latency by response status (kept per status for it): slow
+/// 200s and fast 500s give different verdicts on the same run's latency.
+#[test]
+fn nfr_latency_filtered_by_status_judges_only_those_responses() {
+    let target = Target::start();
+    let run = |requirement: &str| {
+        let script = scratch_file(
+            "sf-nfr-status.js",
+            format!(
+                r#"definition.setTarget("{url}");
+definition.setArrivalPhases([{{ duration: 1, rate: 4 }}]);
+definition.session("s", function (session) {{
+  session.get("/delay/300", {{ tag: "slow" }});
+  session.get("/status/500", {{ tag: "failing" }});
+}});
+"#,
+                url = target.url("")
+            )
+            .as_bytes(),
+        );
+        let nfr = scratch_file(
+            "sf-status.nfr.yml",
+            format!("version: \"0.1\"\nrequirements:\n{requirement}").as_bytes(),
+        );
+        barrage(
+            &[
+                "run",
+                script.to_str().unwrap(),
+                "--nfr",
+                nfr.to_str().unwrap(),
+            ],
+            Duration::from_secs(60),
+        )
+    };
+    let fast_errors = run(
+        "- http.latency: {select: maximum, where: {status: [\">=\", 500]}, test: [\"<\", 250]}\n",
+    );
+    fast_errors.expect_success();
+    assert!(
+        fast_errors
+            .stdout
+            .contains("http_req_duration{status:>=500}"),
+        "{}",
+        fast_errors.stdout
+    );
+    let slow_successes = run(
+        "- http.latency: {select: maximum, where: {status: [\"<\", 500]}, test: [\"<\", 250]}\n",
+    );
+    assert_eq!(slow_successes.code(), Some(99), "{}", slow_successes.stderr);
+}

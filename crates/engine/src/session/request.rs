@@ -26,6 +26,8 @@ pub(crate) struct RequestContext<'a> {
     pub headers: &'a [Header],
     /// Redirects a request follows unless it sets its own limit.
     pub max_redirects: u32,
+    /// A response still redirecting after the limit is the error `too_many_redirects`.
+    pub too_many_redirects_is_error: bool,
     /// Clients keep cookie jars (responses' `Set-Cookie` are captured).
     pub cookies: bool,
     /// Written before every path (`http://host:port` through a proxy: absolute form).
@@ -57,7 +59,10 @@ pub(crate) struct CompiledRequest {
     pub extraction: Extractions,
     /// Redirect hops this request follows (0: a 3xx is its response).
     pub max_redirects: u32,
-    /// Where `Location` is among the captured headers, when redirects are followed.
+    /// A response still redirecting after `max_redirects` hops is an error.
+    pub too_many_redirects_is_error: bool,
+    /// Where `Location` is among the captured headers, when redirects are followed (or
+    /// one past the limit is an error).
     pub location_header: Option<usize>,
     /// Where `Set-Cookie` is among the captured headers, when clients keep cookie jars.
     pub cookie_header: Option<usize>,
@@ -249,7 +254,7 @@ impl CompiledRequest {
     ) -> Result<Self, SessionProblem> {
         let method = request.method.as_str();
         let max_redirects = request.max_redirects.unwrap_or(cx.max_redirects);
-        let location_header = (max_redirects > 0).then(|| {
+        let location_header = (max_redirects > 0 || cx.too_many_redirects_is_error).then(|| {
             extraction.headers.push("location".into());
             extraction.headers.len() - 1
         });
@@ -367,6 +372,7 @@ impl CompiledRequest {
             abort_on_error: request.abort_on_error,
             extraction,
             max_redirects,
+            too_many_redirects_is_error: cx.too_many_redirects_is_error,
             location_header,
             cookie_header,
             wire,

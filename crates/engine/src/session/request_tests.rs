@@ -12,6 +12,7 @@ fn cx(headers: &[Header]) -> RequestContext<'_> {
         accept_gzip: false,
         headers,
         max_redirects: 0,
+        too_many_redirects_is_error: false,
         cookies: false,
         target_prefix: None,
     }

@@ -33,6 +33,7 @@ fn compile(steps: Vec<Step>) -> Result<CompiledSession, SessionProblem> {
         accept_gzip: true,
         headers: &[],
         max_redirects: 0,
+        too_many_redirects_is_error: false,
         cookies: false,
         target_prefix: None,
     };

@@ -151,3 +151,138 @@ fn a_cookie_jar_keeps_set_cookies_for_the_client_and_starts_empty_each_iteration
     assert_eq!(check_counts(&metrics, "kept"), (0, 2));
     target.shutdown();
 }
+
+fn tls_target(cert: barrage_target::SelfSigned) -> barrage_target::RunningTarget {
+    barrage_target::spawn(barrage_target::TargetConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: Some(1),
+        tls: Some(cert),
+        protocols: barrage_target::Protocols::Any,
+    })
+    .expect("TLS target starts")
+}
+
+/// Go's client (hey) and k6 follow a redirect to another origin: the hop opens its own
+/// connection there (HTTP/1.1, or HTTP/2 over TLS), is timed and counted as a request of its
+/// own, keeps cookies per domain, and drops `Authorization` when the host changes (not when
+/// only the port does).
+#[test]
+fn redirects_to_other_origins_connect_there_with_cookies_per_domain_and_no_credentials() {
+    let a = target();
+    let b = target();
+    let cert = barrage_target::SelfSigned::generate().unwrap();
+    let ca = scratch_pem(&cert.cert_pem);
+    let c = tls_target(cert);
+    let (b_port, c_port) = (b.addr().port(), c.addr().port());
+    // A (127.0.0.1) → B as `localhost`: B sets a cookie and redirects to its /cookies.
+    let mut to_b = get(
+        &format!("/redirect-to?url=http://localhost:{b_port}/cookies/set?k=v"),
+        0,
+    );
+    to_b.extraction.push(jsonpath("k", "$.cookies.k"));
+    // A → C over TLS (HTTP/2 by ALPN), another host: no Authorization there.
+    let mut to_c = get(
+        &format!("/redirect-to?url=https://localhost:{c_port}/headers"),
+        1,
+    );
+    to_c.extraction
+        .push(jsonpath("c_cookie", "$.headers.Cookie"));
+    to_c.extraction
+        .push(jsonpath("c_auth", "$.headers.Authorization"));
+    // A → B on the same host, another port: Go keeps Authorization (it compares hosts).
+    let mut same_host = get(
+        &format!("/redirect-to?url=http://127.0.0.1:{b_port}/headers"),
+        2,
+    );
+    same_host
+        .extraction
+        .push(jsonpath("b_auth", "$.headers.Authorization"));
+    same_host
+        .extraction
+        .push(jsonpath("b_host", "$.headers.Host"));
+    let steps = vec![
+        Step::Request(to_b),
+        check("cookie on B", var("k"), "==", Value::text("v"), false),
+        Step::Request(to_c),
+        // Cookies are per host, not per port (RFC 6265): B's cookie goes to C as well.
+        check(
+            "cookie on C",
+            var("c_cookie"),
+            "==",
+            Value::text("k=v"),
+            false,
+        ),
+        Step::Request(same_host),
+        check(
+            "auth kept",
+            var("b_auth"),
+            "contains",
+            Value::text("Basic "),
+            false,
+        ),
+        check(
+            "Host is B's",
+            var("b_host"),
+            "==",
+            Value::text(format!("127.0.0.1:{b_port}")),
+            false,
+        ),
+    ];
+    let mut options = TestOptions {
+        max_redirects: 10,
+        cookies: true,
+        basic_auth: Credentials::parse_pair("u:p"),
+        ..TestOptions::default()
+    };
+    options.tls.ca_file = Some(ca);
+    let metrics = run_plan(&plan_of(a.addr(), steps, options));
+    assert_eq!(check_counts(&metrics, "cookie on B"), (2, 0));
+    assert_eq!(check_counts(&metrics, "cookie on C"), (2, 0));
+    assert_eq!(check_counts(&metrics, "Host is B's"), (2, 0));
+    assert_eq!(check_counts(&metrics, "auth kept"), (2, 0));
+    // Per iteration: A's 302, B's 302 (Set-Cookie), B's 200.
+    assert_eq!(metrics.tags[0].status.get(302), 4);
+    assert_eq!(metrics.tags[0].status.get(200), 2);
+    assert_eq!(metrics.tags[1].status.get(200), 2);
+    // C showed no Authorization: its extraction failed each time, and only that one.
+    assert_eq!(metrics.tags[1].extraction_failures, 2);
+    assert_eq!(metrics.tags[2].extraction_failures, 0);
+    let errors: u64 = metrics.tags.iter().flat_map(|t| t.errors).sum();
+    assert_eq!(errors, 0);
+    // One client: A, then B (as localhost), C, and B again (as 127.0.0.1, another origin),
+    // each connection kept alive while the client stays on that origin across iterations.
+    assert!(metrics.connections_tls >= 1 && metrics.connections_h2 >= 1);
+    assert_eq!(metrics.connections_tls, metrics.connections_h2);
+    for t in [a, b, c] {
+        t.shutdown();
+    }
+}
+
+/// hey's limit: at most 10 requests per chain, a 10th redirect is the error
+/// `too_many_redirects` (Go: "stopped after 10 redirects"), not a response.
+#[test]
+fn a_redirect_past_a_go_style_limit_is_an_error() {
+    let target = target();
+    let steps = vec![Step::Request(get("/redirect/12", 0))];
+    let options = TestOptions {
+        max_redirects: GO_CLIENT_MAX_REDIRECTS,
+        too_many_redirects_is_error: true,
+        ..TestOptions::default()
+    };
+    let metrics = run_plan(&plan_of(target.addr(), steps, options));
+    let too_many = barrage_metrics::ErrorKind::TooManyRedirects.index();
+    assert_eq!(metrics.tags[0].errors[too_many], 2);
+    // Nine followed 302s per iteration were responses; the tenth was the error.
+    assert_eq!(metrics.tags[0].status.get(302), 18);
+    // Within the limit the chain ends normally.
+    let steps = vec![Step::Request(get("/redirect/9", 0))];
+    let options = TestOptions {
+        max_redirects: GO_CLIENT_MAX_REDIRECTS,
+        too_many_redirects_is_error: true,
+        ..TestOptions::default()
+    };
+    let metrics = run_plan(&plan_of(target.addr(), steps, options));
+    assert_eq!(metrics.tags[0].errors.iter().sum::<u64>(), 0);
+    assert_eq!(metrics.tags[0].status.get(200), 2);
+    target.shutdown();
+}

@@ -18,7 +18,7 @@ use crate::stream::Stream;
 use barrage_h2proto::{Connection as Protocol, KeepBody, Phase};
 use barrage_metrics::ErrorKind;
 use connection::Conn;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
 use std::rc::{Rc, Weak};
 use std::task::Poll;
@@ -61,11 +61,17 @@ pub struct H2Connection {
 struct StreamGuard<'a> {
     shared: &'a RefCell<Conn>,
     slot: usize,
+    /// Where the stream's response bytes are added when it ends (also when dropped).
+    received: &'a Cell<u64>,
 }
 
 impl Drop for StreamGuard<'_> {
     fn drop(&mut self) {
         if let Ok(mut conn) = self.shared.try_borrow_mut() {
+            let slot = conn.proto.slot(self.slot);
+            if slot.id != 0 {
+                self.received.set(self.received.get() + slot.wire_bytes);
+            }
             conn.release(self.slot);
         }
     }
@@ -124,7 +130,20 @@ impl H2Connection {
         &mut self,
         request: &[u8],
         expects_body: bool,
+        capture: Option<&mut Capture<'_>>,
+    ) -> Result<Exchange, ErrorKind> {
+        self.exchange_counted(request, expects_body, capture, &Cell::new(0))
+            .await
+    }
+
+    /// [`exchange`](Self::exchange), adding the stream's response bytes to `received` when
+    /// it ends, also when the caller drops the exchange (its timeout).
+    pub async fn exchange_counted(
+        &mut self,
+        request: &[u8],
+        expects_body: bool,
         mut capture: Option<&mut Capture<'_>>,
+        received: &Cell<u64>,
     ) -> Result<Exchange, ErrorKind> {
         self.response_started = false;
         if let Some(capture) = capture.as_deref_mut() {
@@ -153,6 +172,7 @@ impl H2Connection {
         let _guard = StreamGuard {
             shared: &self.shared,
             slot: started.slot,
+            received,
         };
         let body = &request[started.body_start..];
         let mut sent = 0;

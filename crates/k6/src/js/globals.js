@@ -1,4 +1,5 @@
-// Globals every k6 script sees: console (stderr, prefixed with the VU) and __ENV; __VU and
+// Globals every k6 script sees: console (stderr, prefixed with the VU), open() (init context
+// only, relative to the script) and __ENV; __VU and
 // __ITER are set by the VU.
 (function () {
   const N = globalThis.__k6;
@@ -14,6 +15,9 @@
     warn: function () { N.log("WARN", text(arguments)); },
     error: function () { N.log("ERRO", text(arguments)); },
     debug: function () { N.log("DEBU", text(arguments)); },
+  };
+  globalThis.open = function (path, mode) {
+    return N.open(String(path), mode === undefined ? "" : String(mode));
   };
   globalThis.__VU = 0;
   globalThis.__ITER = 0;

@@ -19,22 +19,46 @@ function select(value, selector) {
   return current;
 }
 
+// Responses are made natively (`N.request`) with this class's prototype; each field is read
+// from the engine's answer when the script first asks for it (`N.field(this, index)`), and
+// objects and strings are then kept on the response, so reading one twice gives the same
+// value and a response nobody reads costs next to nothing.
+function keep(response, name, value) {
+  Object.defineProperty(response, name, { value, writable: true, enumerable: true, configurable: true });
+  return value;
+}
+
 export class Response {
-  constructor(raw, method, url) {
-    this.status = raw.status;
-    this.status_text = STATUS_TEXT[raw.status] || (raw.status ? String(raw.status) : "");
-    this.body = raw.body;
-    this.headers = raw.headers;
-    this.timings = raw.timings;
-    this.url = url;
-    this.proto = raw.status ? "HTTP/1.1" : "";
-    this.error = raw.error;
-    this.error_code = raw.error ? 1000 : 0;
-    this.request = { method: method, url: url };
+  get status() { return N.field(this, 0); }
+  set status(value) { keep(this, "status", value); }
+  get body() { return keep(this, "body", N.field(this, 1)); }
+  set body(value) { keep(this, "body", value); }
+  get headers() { return keep(this, "headers", N.field(this, 2)); }
+  set headers(value) { keep(this, "headers", value); }
+  get timings() { return keep(this, "timings", N.field(this, 3)); }
+  set timings(value) { keep(this, "timings", value); }
+  get error() { return N.field(this, 4); }
+  set error(value) { keep(this, "error", value); }
+  get url() { return N.field(this, 5); }
+  set url(value) { keep(this, "url", value); }
+  get status_text() {
+    const status = this.status;
+    return STATUS_TEXT[status] || (status ? String(status) : "");
   }
+  get proto() { return this.status ? "HTTP/1.1" : ""; }
+  get error_code() { return this.error ? 1000 : 0; }
+  get request() { return keep(this, "request", { method: N.field(this, 6), url: this.url }); }
 
   json(selector) {
     return select(JSON.parse(this.body), selector);
+  }
+
+  toJSON() {
+    return {
+      status: this.status, status_text: this.status_text, body: this.body, headers: this.headers,
+      timings: this.timings, url: this.url, proto: this.proto, error: this.error,
+      error_code: this.error_code, request: this.request,
+    };
   }
 }
 
@@ -57,7 +81,7 @@ export function request(method, url, body, params) {
   let hasType = false;
   for (const name of Object.keys(given)) {
     headers.push(name, String(given[name]));
-    hasType = hasType || name.toLowerCase() === "content-type";
+    hasType = hasType || (name.length === 12 && name.toLowerCase() === "content-type");
   }
   let payload = "";
   if (body !== null && body !== undefined) {
@@ -68,9 +92,8 @@ export function request(method, url, body, params) {
       payload = String(body);
     }
   }
-  const target = String(url);
-  const raw = N.request(String(method).toUpperCase(), target, payload, headers, timeoutMillis(params.timeout));
-  return new Response(raw, String(method).toUpperCase(), target);
+  return N.request(Response.prototype, String(method).toUpperCase(), String(url), payload, headers,
+    timeoutMillis(params.timeout));
 }
 
 export function get(url, params) { return request("GET", url, null, params); }

@@ -247,3 +247,31 @@ fn a_script_may_declare_its_own_defines() {
         assert_eq!(plan.target.port, 1);
     }
 }
+
+#[test]
+fn options_without_a_public_meaning_plan_with_one_warning_each() {
+    let compiled = compile("sf_unknown_meaning.js", &[]).unwrap();
+    let named = |option: &str| {
+        compiled
+            .warnings
+            .iter()
+            .filter(|w| w.contains(&format!("`{option}` is accepted and ignored")))
+            .count()
+    };
+    assert_eq!(named("exclude_tags"), 2, "{:#?}", compiled.warnings);
+    assert_eq!(
+        named("pickFrom option unique"),
+        1,
+        "{:#?}",
+        compiled.warnings
+    );
+    assert!(compiled.warnings.iter().all(|w| !w.contains('\n')));
+    let pick = requests(&compiled, 0);
+    assert_eq!(pick.len(), 2);
+    // `sequential` still takes effect next to an unknown option.
+    assert!(
+        format!("{:?}", compiled.plan.sessions[0].steps).contains("sequential: true"),
+        "{:?}",
+        compiled.plan.sessions[0].steps
+    );
+}
