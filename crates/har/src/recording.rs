@@ -121,6 +121,23 @@ pub struct RecordedRequest {
     pub response: RecordedResponse,
 }
 
+impl RecordedRequest {
+    /// The path, header values and (UTF-8) body, one a line: where replay looks for the
+    /// values it transforms (JWTs, timestamps).
+    pub fn text(&self) -> String {
+        let mut text = self.path.clone();
+        for (_, value) in &self.headers {
+            text.push('\n');
+            text.push_str(value);
+        }
+        if let Some(body) = self.body.as_ref().and_then(|b| std::str::from_utf8(b).ok()) {
+            text.push('\n');
+            text.push_str(body);
+        }
+        text
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Flow {
     pub name: String,

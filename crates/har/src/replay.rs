@@ -335,19 +335,7 @@ fn resign_jwts(flow: &Flow, correlation: &mut FlowCorrelation, jwt: &JwtOptions)
         })),
     };
     for (i, request) in flow.requests.iter().enumerate() {
-        let mut text = request.path.clone();
-        for (_, value) in &request.headers {
-            text.push('\n');
-            text.push_str(value);
-        }
-        if let Some(body) = request
-            .body
-            .as_ref()
-            .and_then(|b| std::str::from_utf8(b).ok())
-        {
-            text.push('\n');
-            text.push_str(body);
-        }
+        let text = request.text();
         for token in find_jwts(&text) {
             let var =
                 match resigned.iter().find(|(t, _)| t == token) {

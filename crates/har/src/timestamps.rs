@@ -133,19 +133,7 @@ pub fn shift_timestamps(
     let mut binds = Vec::new();
     let mut vars: Vec<(String, String)> = Vec::new();
     for (i, request) in flow.requests.iter().enumerate() {
-        let mut text = request.path.clone();
-        for (_, value) in &request.headers {
-            text.push('\n');
-            text.push_str(value);
-        }
-        if let Some(body) = request
-            .body
-            .as_ref()
-            .and_then(|b| std::str::from_utf8(b).ok())
-        {
-            text.push('\n');
-            text.push_str(body);
-        }
+        let text = request.text();
         for stamp in find_timestamps(&text, start) {
             let var = match vars.iter().find(|(s, _)| s == stamp.text) {
                 Some((_, var)) => var.clone(),
