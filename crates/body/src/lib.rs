@@ -241,11 +241,11 @@ impl BodySink {
         (self.coding.decodes() && self.decoding == Decoding::Done).then_some(self.decoded)
     }
 
-    /// Whether decoding has done enough work (1 MiB of output) since the last `true` that the
+    /// Whether decoding has done enough work (256 KiB of output) since the last `true` that the
     /// caller should yield: a body that compresses 1000:1 arrives faster than it decodes, and
     /// the task reading it must still let its timeout fire.
     pub fn should_yield(&mut self) -> bool {
-        const WORK: u64 = 1 << 20;
+        const WORK: u64 = 256 << 10;
         let due = self.unyielded >= WORK;
         if due {
             self.unyielded = 0;

@@ -195,12 +195,11 @@ impl Worker {
             request_buffers: Pool::default(),
             captures: Pool::default(),
             scratch: RefCell::new(Scratch::default()),
-            rows: {
-                let (first, stride) = init
-                    .segment
-                    .stripe(init.run.index as u64, init.workers as u64);
-                RowCursors::new(init.run.plan.data.len(), first, stride)
-            },
+            rows: RowCursors::new(
+                init.run.plan.data.len(),
+                init.segment
+                    .stripe(init.run.index as u64, init.workers as u64),
+            ),
             request_ids: RequestIds::new(init.run_id, init.run.index),
             sampler: init.run.control.samples.as_ref().map(|sink| {
                 RefCell::new(Sampler::new(
@@ -286,6 +285,11 @@ impl Worker {
             .borrow_mut()
             .vus
             .set(second, active, self.vus_max.get().max(active));
+    }
+
+    /// Whether the iteration budget (if any) still has iterations to hand out.
+    pub(crate) fn has_iterations(&self) -> bool {
+        self.remaining.get() != Some(0)
     }
 
     /// Claims one iteration from the budget; false once it is spent.

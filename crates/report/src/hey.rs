@@ -129,6 +129,16 @@ pub fn render_hey(summary: &Summary) -> String {
         }
     }
 
+    let vus = &summary.vus_peak;
+    if vus.vus < vus.vus_max {
+        // Clients start progressively (and an open model starts them as needed): a run
+        // that never had all of them going says how many it got to.
+        let _ = writeln!(
+            out,
+            "\nClients:\t{} of {} running at once at most",
+            vus.vus, vus.vus_max
+        );
+    }
     if let Some(prefix) = &summary.request_id_prefix {
         let _ = writeln!(out, "\nRequest ids:\t{prefix}* (X-Request-Id header)");
     }
@@ -171,5 +181,19 @@ mod tests {
         }
         assert_eq!(text.matches('|').count(), 11, "hey's eleven histogram rows");
         assert!(text.contains("DNS-lookup:\t0.0000 secs"), "{text}");
+        assert!(!text.contains("Clients:"), "all started: {text}");
+    }
+
+    #[test]
+    fn clients_that_never_started_are_counted() {
+        let (info, metrics) = crate::summary::tests::sample();
+        let mut summary = Summary::new(&info, &metrics);
+        summary.vus_peak.vus = 5376;
+        summary.vus_peak.vus_max = 1_000_000;
+        let text = render_hey(&summary);
+        assert!(
+            text.contains("\nClients:\t5376 of 1000000 running at once at most\n"),
+            "{text}"
+        );
     }
 }

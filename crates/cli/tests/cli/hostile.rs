@@ -245,3 +245,24 @@ fn a_request_cut_off_by_its_timeout_counts_the_bytes_that_arrived() {
         assert_eq!(per_second, u(&s, "bytes_received"), "{extra:?}\n{s:#}");
     }
 }
+
+/// `-c 1000000`: clients start progressively, so the run sends at once, ends on time and
+/// holds only the clients it started (all up front: 22 s, 2.9 GB and no request at all); the
+/// summary says how many started, and the descriptor limit is named before the run.
+#[test]
+fn a_million_clients_start_progressively_and_the_run_ends_on_time() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let url = target.url("/");
+    let argv = ["quick", "-o", "json", "-z", "1s", "-c", "1000000", &url];
+    let (out, peak) = run_measured(&argv);
+    assert!(matches!(out.code(), Some(0 | 1)), "{}", out.stderr);
+    assert!(out.elapsed < ON_TIME, "took {:?}", out.elapsed);
+    assert!(peak > 0 && peak < 1024 * 1024, "peak RSS {peak} KiB");
+    assert!(out.stderr.contains("ulimit -n"), "{}", out.stderr);
+    let summary = out.json();
+    assert_eq!(u(&summary["vus_peak"], "vus_max"), 1_000_000, "{summary:#}");
+    let started = u(&summary["sessions"], "started");
+    assert!(started > 0 && started < 1_000_000, "{summary:#}");
+    assert!(u(&summary, "responses") > 0, "{summary:#}");
+}

@@ -17,6 +17,12 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 /// Reads per `drive` before yielding to other tasks (the peer may keep sending).
 const READS_PER_DRIVE: usize = 16;
 
+/// Wire bytes one `drive` processes before yielding: the cooperative budget. Every exchange
+/// of every connection on the thread may be ready at once (endless bodies), and timers are
+/// only looked at between rounds of them, so a round must stay short — in a debug build and
+/// on a busy machine too — for request timeouts and the run's end to fire on time.
+pub(super) const BYTES_PER_DRIVE: usize = 64 * 1024;
+
 /// The connection state behind every handle.
 pub(super) struct Conn {
     io: Stream,
@@ -133,6 +139,7 @@ impl Conn {
         if self.proto.failed().is_some() {
             return;
         }
+        let mut read = 0;
         for _ in 0..READS_PER_DRIVE {
             if self.flush_owner.is_none() || self.flush_owner == me {
                 self.flush_owner = None;
@@ -152,14 +159,18 @@ impl Conn {
                 }
                 Poll::Ready(Ok(())) => {
                     let n = buf.filled().len();
+                    read += n;
                     self.proto.receive(n, Instant::now());
                     self.dispatch();
                     if self.proto.failed().is_some() {
                         return;
                     }
-                    // A highly compressed body decodes slower than it arrives: after a
-                    // stretch of decoding, let the other tasks (and timeouts) have a turn.
-                    if me.is_some_and(|i| self.proto.slot_mut(i).body.should_yield()) {
+                    // After a stretch of reading, or of decoding (a highly compressed
+                    // body decodes slower than it arrives), let the other tasks (and
+                    // timeouts) have a turn.
+                    if read >= BYTES_PER_DRIVE
+                        || me.is_some_and(|i| self.proto.slot_mut(i).body.should_yield())
+                    {
                         break;
                     }
                 }

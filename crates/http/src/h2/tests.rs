@@ -7,6 +7,7 @@ use crate::capture::Captured;
 use crate::request::RequestSpec;
 use barrage_h2proto::frame;
 use bytes::Bytes;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -705,4 +706,105 @@ async fn a_kept_body_past_its_limit_fails_the_stream_as_body_too_large() {
         .exchange(&request("GET", None), true, Some(&mut capture))
         .await;
     assert_eq!(result.err(), Some(ErrorKind::BodyTooLarge));
+}
+
+/// A server on its own thread that answers the first request with an endless gzip body of
+/// barely compressible text (so the wire, not the decoder, is the work), as fast as the
+/// socket takes it, for at most `secs` seconds.
+fn endless_gzip_server(secs: u64) -> SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (mut tcp, _) = listener.accept().unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !(seen.len() >= frame::PREFACE.len() && has_headers(&seen)) {
+            match tcp.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+        // Sync-flushed raw deflate blocks of a fresh encoder: any number in a row decode.
+        let mut seed = 7u32;
+        let text: Vec<u8> = (0..12_000)
+            .map(|_| {
+                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                b'a' + (seed >> 16) as u8 % 26
+            })
+            .collect();
+        let mut deflate =
+            flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+        deflate.write_all(&text).unwrap();
+        deflate.flush().unwrap();
+        let block = std::mem::take(deflate.get_mut());
+        let mut first = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+        first.extend_from_slice(&block);
+        let mut reply = settings_frame();
+        reply.extend(raw_frame(
+            frame::HEADERS,
+            frame::FLAG_END_HEADERS,
+            1,
+            &[0x88, 0x0f, 0x0b, 4, b'g', b'z', b'i', b'p'],
+        ));
+        reply.extend(raw_frame(frame::DATA, 0, 1, &first));
+        let next = raw_frame(frame::DATA, 0, 1, &block);
+        let end = std::time::Instant::now() + Duration::from_secs(secs);
+        if tcp.write_all(&reply).is_err() {
+            return;
+        }
+        while std::time::Instant::now() < end && tcp.write_all(&next).is_ok() {}
+    });
+    addr
+}
+
+/// The cooperative budget: an exchange reading a stream that never ends (and never waits)
+/// hands the thread back after a bounded amount of work per poll, so the timeouts of every
+/// other exchange on the thread fire on time however many such streams it reads.
+#[tokio::test(flavor = "current_thread")]
+async fn an_endless_stream_is_read_in_bounded_turns() {
+    let addr = endless_gzip_server(5);
+    let settings = H2Settings {
+        initial_window_size: Some(i32::MAX as u32),
+        initial_connection_window_size: Some(i32::MAX as u32),
+    };
+    let mut connection = open_with(addr, &settings).await;
+    let shared = Rc::clone(&connection.shared);
+    let mut captured = Captured::default();
+    let mut capture = Capture {
+        headers: &[],
+        body: false,
+        encoded_body: true,
+        max_body: 1 << 20,
+        into: &mut captured,
+    };
+    let request = request("GET", None);
+    let mut exchange = std::pin::pin!(connection.exchange(&request, true, Some(&mut capture)));
+    let received = || {
+        let conn = shared.borrow();
+        (0..conn.proto.slot_count())
+            .map(|i| conn.proto.slot(i).wire_bytes)
+            .sum::<u64>()
+    };
+    let (mut total, mut largest_turn) = (0, 0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while total < 4 << 20 && std::time::Instant::now() < deadline {
+        let before = received();
+        let poll = std::future::poll_fn(|cx| Poll::Ready(exchange.as_mut().poll(cx))).await;
+        assert!(poll.is_pending(), "an endless body never ends: {poll:?}");
+        let turn = received() - before;
+        largest_turn = largest_turn.max(turn);
+        total += turn;
+        // Let the server fill the socket's buffer well past one turn's budget.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let budget = (connection::BYTES_PER_DRIVE + 20 * 1024) as u64;
+    assert!(
+        largest_turn > budget / 2,
+        "the socket held more than a turn's worth (else this tests nothing): {largest_turn}"
+    );
+    assert!(
+        largest_turn <= budget,
+        "one poll read {largest_turn} bytes, over the cooperative budget {budget}"
+    );
 }
