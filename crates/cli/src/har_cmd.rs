@@ -44,6 +44,10 @@ pub struct HostArgs {
     /// repeatable
     #[arg(long = "skip-host", value_name = "HOST")]
     skip_host: Vec<String>,
+    /// Leave out requests whose tag is TAG or begins with the words TAG (`static` leaves out
+    /// every static asset, `static image` images only); comma-separated, repeatable
+    #[arg(long = "exclude-tags", value_name = "TAG", value_delimiter = ',')]
+    exclude_tags: Vec<String>,
 }
 
 impl HostArgs {
@@ -212,10 +216,19 @@ impl TransformArgs {
     }
 }
 
-fn read(file: &Path, hosts: &HostMap, require_mapping: bool) -> anyhow::Result<Recording> {
+fn read(file: &Path, hosts: &HostArgs, require_mapping: bool) -> anyhow::Result<Recording> {
     let har = barrage_har::read_har(file).map_err(|e| usage(e.to_string()))?;
-    Recording::new(&file.display().to_string(), &har, hosts, require_mapping)
-        .map_err(|e| usage(e.to_string()))
+    let mut recording = Recording::new(
+        &file.display().to_string(),
+        &har,
+        &hosts.host_map()?,
+        require_mapping,
+    )
+    .map_err(|e| usage(e.to_string()))?;
+    recording
+        .exclude_tags(&hosts.exclude_tags)
+        .map_err(|e| usage(format!("--exclude-tags: {e}")))?;
+    Ok(recording)
 }
 
 fn stem(path: &Path) -> String {
@@ -229,7 +242,7 @@ fn stem(path: &Path) -> String {
 /// the line to print.
 pub fn convert_command(args: &ConvertArgs) -> anyhow::Result<String> {
     let ConvertWhat::Har(args) = &args.what;
-    let recording = read(&args.file, &args.hosts.host_map()?, false)?;
+    let recording = read(&args.file, &args.hosts, false)?;
     let converted = barrage_har::convert(
         &recording,
         &barrage_har::ConvertOptions {
@@ -275,11 +288,7 @@ pub fn replay_command(args: &ReplayArgs) -> anyhow::Result<i32> {
         ));
     }
     // `--target` names where everything goes: then recorded hosts need no mapping.
-    let recording = read(
-        &args.file,
-        &args.hosts.host_map()?,
-        overrides.target.is_none(),
-    )?;
+    let recording = read(&args.file, &args.hosts, overrides.target.is_none())?;
     let mut plan = barrage_har::replay_plan(
         &recording,
         &barrage_har::ReplayOptions {

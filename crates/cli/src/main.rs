@@ -2,6 +2,7 @@
 
 mod compare_cmd;
 mod har_cmd;
+mod har_record;
 mod hey_flags;
 mod history;
 mod k6_front;
@@ -65,6 +66,8 @@ enum Command {
     Convert(har_cmd::ConvertArgs),
     /// Replay a HAR recording at its recorded timing (hosts mapped with --map-host)
     Replay(Box<har_cmd::ReplayArgs>),
+    /// Record traffic as HAR: a proxy from --listen to --upstream, written to -o FILE.har
+    Record(har_record::RecordHarArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -335,6 +338,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(exit::OK)
         }
         Command::Replay(args) => har_cmd::replay_command(&args),
+        Command::Record(args) => har_record::record_command(&args),
         Command::K8s(args) => {
             print_out(&k8s::k8s_command(&args, &Overrides::default())?)?;
             Ok(exit::OK)

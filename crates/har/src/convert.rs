@@ -59,6 +59,9 @@ pub fn convert(recording: &Recording, options: &ConvertOptions) -> Converted {
     );
     out.push_str("definition.setArrivalPhases([{ duration: 10, rate: 1 }]);\n");
     out.push_str("definition.setTestOptions({ cookies: true });\n");
+    if recording.requests().any(|r| r.static_kind.is_some()) {
+        out.push_str(EXCLUDE_TAGS);
+    }
     for flow in &recording.flows {
         let correlation = if options.correlate {
             FlowCorrelation::find(flow)
@@ -70,6 +73,17 @@ pub fn convert(recording: &Recording, options: &ConvertOptions) -> Converted {
     }
     Converted { script: out, files }
 }
+
+/// Written when the recording has static assets: `exclude_tags` leaves requests out by tag,
+/// matched as `--exclude-tags` matches ([`crate::recording::tag_matches`]).
+const EXCLUDE_TAGS: &str =
+    "\n// Requests whose tag is listed here, or begins with the listed words, are left out:
+// [\"static\"] skips every static asset, [\"static image\"] images only.
+const exclude_tags = [];
+function excluded(tag) {
+  return exclude_tags.some(function (t) { return tag === t || tag.indexOf(t + \" \") === 0; });
+}
+";
 
 fn plural(n: usize) -> &'static str {
     if n == 1 {
@@ -96,9 +110,14 @@ fn write_session(
             let _ = writeln!(out, "  session.wait({});", seconds(request.think));
         }
         let subs = &correlation.substitutions[i];
+        if request.static_kind.is_some() {
+            let _ = write!(out, "  if (!excluded({})) ", js_string(&request.tag));
+        } else {
+            out.push_str("  ");
+        }
         let _ = writeln!(
             out,
-            "  session.{}({}, {{",
+            "session.{}({}, {{",
             request.method.as_str().to_ascii_lowercase(),
             path_literal(&request.path, subs)
         );

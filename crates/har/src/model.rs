@@ -23,9 +23,9 @@ pub struct Har {
 #[serde(rename_all = "camelCase")]
 pub struct Log {
     pub version: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creator: Option<Creator>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub browser: Option<Creator>,
     #[serde(default)]
     pub pages: Vec<Page>,
@@ -51,7 +51,7 @@ pub struct Page {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Entry {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pageref: Option<String>,
     pub started_date_time: String,
     /// Total time of the exchange in milliseconds (-1 or absent: unknown).
@@ -74,7 +74,7 @@ pub struct Request {
     pub cookies: Vec<NameValue>,
     #[serde(default)]
     pub query_string: Vec<NameValue>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub post_data: Option<PostData>,
 }
 
@@ -90,23 +90,31 @@ pub struct PostData {
     #[serde(default)]
     pub mime_type: String,
     /// The body as text; for a form it may be absent and `params` hold the fields.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     #[serde(default)]
     pub params: Vec<PostParam>,
     /// Not in HAR 1.2, but written by some tools (Charles, Fiddler) for binary bodies:
     /// `"base64"` means `text` is base64.
-    #[serde(default, alias = "_encoding")]
+    #[serde(default, alias = "_encoding", skip_serializing_if = "Option::is_none")]
     pub encoding: Option<String>,
+    /// Written by `barrage record` when the body was longer than its `--max-body-size`: only
+    /// the first bytes are here, so the request cannot be replayed as it was sent.
+    #[serde(
+        default,
+        rename = "_truncated",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub truncated: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PostParam {
     pub name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_name: Option<String>,
 }
 
@@ -131,10 +139,10 @@ pub struct Content {
     pub size: i64,
     #[serde(default)]
     pub mime_type: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// `"base64"` when `text` is base64 (binary responses).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encoding: Option<String>,
 }
 
@@ -241,6 +249,14 @@ fn check(file: &str, har: &Har) -> Result<(), HarError> {
             ));
         }
         if let Some(post) = &entry.request.post_data {
+            if post.truncated {
+                return Err(at(
+                    "request.postData",
+                    "the recorder kept only the first bytes of this body; record again with \
+                     a larger --max-body-size"
+                        .to_string(),
+                ));
+            }
             post.body()
                 .map_err(|problem| at("request.postData.text", problem))?;
         }
@@ -410,6 +426,7 @@ mod tests {
             text: Some("AAEC/w==".into()),
             params: vec![],
             encoding: Some("base64".into()),
+            truncated: false,
         };
         assert_eq!(post.body().unwrap(), vec![0, 1, 2, 255]);
         let form = PostData {
@@ -421,6 +438,7 @@ mod tests {
                 file_name: None,
             }],
             encoding: None,
+            truncated: false,
         };
         assert_eq!(form.body().unwrap(), b"user=a+b%26c");
     }

@@ -104,6 +104,9 @@ pub struct RecordedRequest {
     /// Path and query as recorded (a `:` that would read as a placeholder is `%3A`).
     pub path: String,
     pub headers: Vec<(String, String)>,
+    /// The recorded `Cookie` header's pairs. Cookies come from the client's jar; replay
+    /// sends the recorded ones that carry a JWT only when it re-signs JWTs (`--jwt-alg`).
+    pub cookies: Vec<(String, String)>,
     pub body: Option<Vec<u8>>,
     /// From the start of the recording.
     pub offset: Duration,
@@ -116,6 +119,23 @@ pub struct RecordedRequest {
     /// The static-asset kind (`css`, `js`, `image`, `font`, `media`), by response type.
     pub static_kind: Option<&'static str>,
     pub response: RecordedResponse,
+}
+
+impl RecordedRequest {
+    /// The path, header values and (UTF-8) body, one a line: where replay looks for the
+    /// values it transforms (JWTs, timestamps).
+    pub fn text(&self) -> String {
+        let mut text = self.path.clone();
+        for (_, value) in &self.headers {
+            text.push('\n');
+            text.push_str(value);
+        }
+        if let Some(body) = self.body.as_ref().and_then(|b| std::str::from_utf8(b).ok()) {
+            text.push('\n');
+            text.push_str(body);
+        }
+        text
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -221,16 +241,7 @@ impl Recording {
                     flows.last_mut().expect("just pushed")
                 }
             };
-            let think = flow.requests.last().map_or(Duration::ZERO, |prev| {
-                let prev_entry = &har.log.entries[prev.entry];
-                let prev_end = prev.offset + prev_entry.duration();
-                let gap = offset.saturating_sub(prev_end);
-                if gap < MIN_THINK_TIME {
-                    Duration::ZERO
-                } else {
-                    Duration::from_millis(gap.as_millis() as u64)
-                }
-            });
+            let think = think_time(flow.requests.last(), offset);
             let method = Method::parse(&entry.request.method).expect("checked method");
             let response = recorded_response(entry);
             let static_kind = static_kind(&response.content_type, &path);
@@ -248,6 +259,7 @@ impl Recording {
                 tag: tag(method, &path, static_kind),
                 path: escape_placeholders(&path),
                 headers: kept_headers(entry),
+                cookies: recorded_cookies(entry),
                 body,
                 offset,
                 think,
@@ -270,6 +282,39 @@ impl Recording {
         })
     }
 
+    /// Leaves out the requests whose tag matches one of `patterns` (see [`tag_matches`]);
+    /// think times are the gaps to the requests kept. Returns how many were left out.
+    pub fn exclude_tags(&mut self, patterns: &[String]) -> Result<usize, String> {
+        if patterns.is_empty() {
+            return Ok(0);
+        }
+        let mut excluded = 0;
+        for flow in &mut self.flows {
+            let before = flow.requests.len();
+            let mut kept: Vec<RecordedRequest> = Vec::with_capacity(before);
+            for mut request in flow.requests.drain(..) {
+                if patterns.iter().any(|p| tag_matches(&request.tag, p)) {
+                    continue;
+                }
+                request.think = think_time(kept.last(), request.offset);
+                kept.push(request);
+            }
+            excluded += before - kept.len();
+            flow.requests = kept;
+            if let Some(first) = flow.requests.first() {
+                flow.offset = first.offset;
+            }
+        }
+        self.flows.retain(|f| !f.requests.is_empty());
+        if self.flows.is_empty() {
+            return Err(format!(
+                "every request's tag matches {}: nothing is left to send",
+                patterns.join(", ")
+            ));
+        }
+        Ok(excluded)
+    }
+
     /// Every request, flow after flow.
     pub fn requests(&self) -> impl Iterator<Item = &RecordedRequest> {
         self.flows.iter().flat_map(|f| f.requests.iter())
@@ -282,6 +327,31 @@ impl Recording {
             .max()
             .unwrap_or_default()
     }
+}
+
+/// The think time before a request at `offset`: the gap since `previous` (of its flow) ended,
+/// zero when under [`MIN_THINK_TIME`] or overlapping.
+fn think_time(previous: Option<&RecordedRequest>, offset: Duration) -> Duration {
+    previous.map_or(Duration::ZERO, |prev| {
+        let gap = offset.saturating_sub(prev.offset + prev.recorded_time);
+        if gap < MIN_THINK_TIME {
+            Duration::ZERO
+        } else {
+            Duration::from_millis(gap.as_millis() as u64)
+        }
+    })
+}
+
+/// Whether `tag` is matched by an `--exclude-tags` pattern: the same tag, or its first words
+/// (`static` matches `static css` and `static image`; `GET /api` does not match
+/// `GET /api/items`).
+pub fn tag_matches(tag: &str, pattern: &str) -> bool {
+    let pattern = pattern.trim();
+    !pattern.is_empty()
+        && (tag == pattern
+            || tag
+                .strip_prefix(pattern)
+                .is_some_and(|rest| rest.starts_with(' ')))
 }
 
 fn since(start: time::OffsetDateTime, entry: &Entry) -> Duration {
@@ -325,6 +395,30 @@ fn recorded_response(entry: &Entry) -> RecordedResponse {
 }
 
 /// The request headers worth replaying, in recorded order.
+/// The pairs of the request's `Cookie` headers, else of its HAR `cookies` list.
+fn recorded_cookies(entry: &Entry) -> Vec<(String, String)> {
+    let from_headers: Vec<(String, String)> = entry
+        .request
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("cookie"))
+        .flat_map(|h| h.value.split(';'))
+        .filter_map(|pair| {
+            let (name, value) = pair.trim().split_once('=')?;
+            Some((name.to_string(), value.to_string()))
+        })
+        .collect();
+    if !from_headers.is_empty() {
+        return from_headers;
+    }
+    entry
+        .request
+        .cookies
+        .iter()
+        .map(|c| (c.name.clone(), c.value.clone()))
+        .collect()
+}
+
 fn kept_headers(entry: &Entry) -> Vec<(String, String)> {
     entry
         .request

@@ -141,7 +141,11 @@ fn flow_session(
     };
     let mut steps = binds.at_start;
     if options.transforms.shift_timestamps {
-        steps.extend(shift_timestamps(flow, start, &mut correlation));
+        steps.extend(crate::timestamps::shift_timestamps(
+            flow,
+            start,
+            &mut correlation,
+        ));
     }
     for (i, request) in flow.requests.iter().enumerate() {
         if !request.think.is_zero() {
@@ -213,7 +217,7 @@ fn comparisons(request: &RecordedRequest, step: &mut RequestStep, steps: &mut Ve
     }
     steps.push(Step::Request(step.clone()));
     steps.push(Step::Check(Check {
-        name: format!("{}: status {} as recorded", request.tag, recorded.status),
+        name: barrage_plan::status_check_name(&request.tag, recorded.status),
         condition: Condition {
             value: Value::LastStatus,
             op: CompareOp::Eq,
@@ -252,97 +256,24 @@ fn comparisons(request: &RecordedRequest, step: &mut RequestStep, steps: &mut Ve
     }
 }
 
-/// ISO 8601 UTC timestamps (`2026-11-20T10:15:00Z`, with 3 or 6 digits of a second or none)
-/// in `text`.
-fn find_timestamps(text: &str) -> Vec<(&str, u8)> {
-    let bytes = text.as_bytes();
-    let shape = b"dddd-dd-ddTdd:dd:dd";
-    let mut found = Vec::new();
-    let mut at = 0;
-    while at + shape.len() < bytes.len() {
-        let fits = shape.iter().enumerate().all(|(i, &s)| match s {
-            b'd' => bytes[at + i].is_ascii_digit(),
-            other => bytes[at + i] == other,
-        });
-        if !fits {
-            at += 1;
-            continue;
-        }
-        let mut end = at + shape.len();
-        let mut digits = 0;
-        if bytes.get(end) == Some(&b'.') {
-            let run = bytes[end + 1..]
-                .iter()
-                .take_while(|b| b.is_ascii_digit())
-                .count();
-            digits = run;
-            end += 1 + run;
-        }
-        if bytes.get(end) == Some(&b'Z') && matches!(digits, 0 | 3 | 6) {
-            found.push((&text[at..=end], digits as u8));
-            at = end + 1;
-        } else {
-            at += shape.len();
-        }
-    }
-    found
-}
-
-/// Binds a shifted timestamp per recorded one at the start of the session and substitutes it.
-fn shift_timestamps(
-    flow: &Flow,
-    start: time::OffsetDateTime,
-    correlation: &mut FlowCorrelation,
-) -> Vec<Step> {
-    let mut binds = Vec::new();
-    let mut vars: Vec<(String, String)> = Vec::new();
-    for (i, request) in flow.requests.iter().enumerate() {
-        let mut text = request.path.clone();
-        for (_, value) in &request.headers {
-            text.push('\n');
-            text.push_str(value);
-        }
-        if let Some(body) = request
-            .body
-            .as_ref()
-            .and_then(|b| std::str::from_utf8(b).ok())
-        {
-            text.push('\n');
-            text.push_str(body);
-        }
-        for (stamp, digits) in find_timestamps(&text) {
-            let Ok(at) = crate::model::parse_time(stamp) else {
-                continue;
-            };
-            let var = match vars.iter().find(|(s, _)| s == stamp) {
-                Some((_, var)) => var.clone(),
-                None => {
-                    let var = format!("timestamp_{}", vars.len() + 1);
-                    binds.push(Step::Bind {
-                        var: var.clone(),
-                        binding: Binding::ShiftedTime {
-                            offset_ms: (at - start).whole_milliseconds() as i64,
-                            fraction_digits: digits,
-                        },
-                    });
-                    vars.push((stamp.to_string(), var.clone()));
-                    var
-                }
-            };
-            let subs = &mut correlation.substitutions[i];
-            if subs.iter().all(|(value, _)| !value.contains(stamp)) {
-                subs.push((stamp.to_string(), var));
-                subs.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
-            }
-        }
-    }
-    binds
-}
-
 /// The flow with `--replace`, `--set-header` and `--remove-header` applied.
 fn transformed(flow: &Flow, transforms: &Transforms) -> Flow {
     let mut flow = flow.clone();
     for request in &mut flow.requests {
+        if transforms.jwt.is_some() {
+            // Recorded cookies holding a JWT go out with it re-signed (beside the jar's).
+            let carrying: Vec<String> = request
+                .cookies
+                .iter()
+                .filter(|(_, value)| !find_jwts(value).is_empty())
+                .map(|(name, value)| format!("{name}={value}"))
+                .collect();
+            if !carrying.is_empty() {
+                request
+                    .headers
+                    .push(("Cookie".to_string(), carrying.join("; ")));
+            }
+        }
         for (old, new) in &transforms.replace {
             request.path = request.path.replace(old.as_str(), new);
             for (_, value) in &mut request.headers {
@@ -401,19 +332,7 @@ fn resign_jwts(flow: &Flow, correlation: &mut FlowCorrelation, jwt: &JwtOptions)
         })),
     };
     for (i, request) in flow.requests.iter().enumerate() {
-        let mut text = request.path.clone();
-        for (_, value) in &request.headers {
-            text.push('\n');
-            text.push_str(value);
-        }
-        if let Some(body) = request
-            .body
-            .as_ref()
-            .and_then(|b| std::str::from_utf8(b).ok())
-        {
-            text.push('\n');
-            text.push_str(body);
-        }
+        let text = request.text();
         for token in find_jwts(&text) {
             let var =
                 match resigned.iter().find(|(t, _)| t == token) {
@@ -503,16 +422,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn jwts_and_timestamps_are_found_in_text() {
+    fn jwts_are_found_in_text() {
         let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln";
         assert_eq!(find_jwts(&format!("Bearer {jwt}, x.eyJ")), [jwt]);
         assert!(find_jwts("aeyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln").is_empty());
-        assert_eq!(
-            find_timestamps(
-                r#"{"at":"2026-11-20T10:15:00.250Z","d":"2026-11-20","t":"2026-11-20T10:15:00Z"}"#
-            ),
-            [("2026-11-20T10:15:00.250Z", 3), ("2026-11-20T10:15:00Z", 0)]
-        );
-        assert!(find_timestamps("2026-11-20T10:15:00+01:00 2026-11-20T10:15:00.1Z").is_empty());
     }
 }

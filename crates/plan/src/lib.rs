@@ -8,6 +8,7 @@ mod duration;
 mod http_semantics;
 pub mod limits;
 mod protocol;
+mod recorded;
 mod redact;
 mod segment;
 mod session;
@@ -26,12 +27,13 @@ pub use protocol::{
     parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion,
     ResponseLimits, TlsOptions, TlsVersion,
 };
+pub use recorded::{parse_status_check_name, status_check_name};
 pub use redact::{redact_url, Redaction, REDACTED, SENSITIVE_HEADERS};
 pub use segment::{Segment, SegmentError, Stripe, Striping};
 pub use session::{
     json_shape, walk_steps, walk_steps_mut, Binding, Body, BodyCoding, Check, CompareOp, Condition,
     DataSource, Extraction, Extractor, HeaderField, JsonTemplate, JwtAlgorithm, JwtResign, Method,
-    RequestStep, Session, Step, Value, Wait,
+    RequestStep, Session, Step, TimeFormat, Value, Wait,
 };
 pub use stages::{Piece, Stages};
 pub use target::{Scheme, Target, TargetError};

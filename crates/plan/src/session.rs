@@ -110,8 +110,34 @@ pub enum Binding {
     /// A recorded timestamp moved to the present: the time the step runs plus `offset_ms`
     /// (the recorded timestamp's distance from the start of the recording), as an ISO 8601
     /// UTC timestamp with `fraction_digits` (0, 3 or 6) digits of a second
-    /// (`barrage replay --shift-timestamps`).
-    ShiftedTime { offset_ms: i64, fraction_digits: u8 },
+    /// (`barrage replay --shift-timestamps`), or in the recorded timestamp's `format`.
+    ShiftedTime {
+        offset_ms: i64,
+        fraction_digits: u8,
+        #[serde(default, skip_serializing_if = "TimeFormat::is_utc")]
+        format: TimeFormat,
+    },
+}
+
+/// How a shifted timestamp is written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum TimeFormat {
+    /// ISO 8601 in UTC: `2026-11-20T10:15:00Z`.
+    #[default]
+    Utc,
+    /// ISO 8601 at this many minutes from UTC: `2026-11-20T11:15:00+01:00`.
+    Offset { minutes: i16 },
+    /// Unix time in seconds: `1795169700`.
+    EpochSeconds,
+    /// Unix time in milliseconds: `1795169700250`.
+    EpochMillis,
+}
+
+impl TimeFormat {
+    pub fn is_utc(&self) -> bool {
+        *self == TimeFormat::Utc
+    }
 }
 
 /// How a recorded JWT is made valid again, per client.

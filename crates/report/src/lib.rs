@@ -2,7 +2,8 @@
 //!
 //! [`Summary`] is the one model every renderer reads (`summary.rs`); `hey.rs` prints it in
 //! hey's layout, `run.rs` the scenario layout with the k6 sections (`k6.rs`: thresholds,
-//! checks, metrics), and `-o json` / `--json` serialise it as is. `k6_metrics.rs` computes
+//! checks, metrics) and, for replays, how statuses differ from the recording
+//! (`recorded.rs`); `-o json` / `--json` serialise it as is. `k6_metrics.rs` computes
 //! k6's metrics from `RunMetrics`, `thresholds.rs` evaluates thresholds on them; `junit.rs`
 //! and `series_out.rs` (CSV, NDJSON) are the other outputs.
 
@@ -13,6 +14,7 @@ mod html;
 mod junit;
 mod k6;
 mod k6_metrics;
+mod recorded;
 mod run;
 mod self_check;
 mod series_out;

@@ -95,6 +95,7 @@ pub fn render_run(summary: &Summary) -> String {
 
     crate::k6::render_thresholds(&summary.k6, &mut out);
     crate::k6::render_checks(&summary.checks, &mut out);
+    crate::recorded::render(summary, &mut out);
     crate::k6::render_metrics(&summary.k6, &mut out);
 
     let header = [

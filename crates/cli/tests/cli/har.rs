@@ -4,7 +4,9 @@
 
 use crate::support::*;
 use serde_json::Value;
+use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -22,8 +24,13 @@ fn summary(path: &std::path::Path) -> Value {
 
 /// Replays `har` against `target` (its recorded host mapped there); the summary.
 fn replay(target: &Target, har: &str, host: &str, extra: &[&str]) -> Value {
+    replay_to(&target.addr.to_string(), har, host, extra)
+}
+
+/// Replays `har` with its recorded `host` mapped to `addr`; the summary.
+fn replay_to(addr: &str, har: &str, host: &str, extra: &[&str]) -> Value {
     let json = scratch_file("replay-summary.json", b"");
-    let map = format!("{host}=http://{}", target.addr);
+    let map = format!("{host}=http://{addr}");
     let mut args = vec![
         "replay",
         har,
@@ -139,6 +146,7 @@ fn converted_recordings_plan_and_run_as_they_are() {
         ("token_pings", &[][..]),
         ("mitmproxy_token_pings", &[][..]),
         ("login_flow", &[][..]),
+        ("chromium_playwright", &[][..]),
         (
             "browser_page_load",
             &["--skip-host", "www.google-analytics.com"][..],
@@ -178,6 +186,149 @@ fn converted_recordings_plan_and_run_as_they_are() {
             assert!(u(tag(&s, "static css"), "requests") > 0, "{s:#}");
         }
     }
+}
+
+#[test]
+fn a_chromium_recording_made_by_playwright_replays_with_correlation_and_fails_without() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = fixture("chromium_playwright.har");
+    // Recorded against a target on a port of its own: that host:port is mapped here.
+    let recorded: Value = summary(std::path::Path::new(&har));
+    let url = recorded["log"]["entries"][0]["request"]["url"]
+        .as_str()
+        .unwrap();
+    let host = url.trim_start_matches("http://").split('/').next().unwrap();
+    let s = replay(&target, &har, host, &[]);
+    assert_eq!(u(&s["status_codes"], "200"), 5, "{s:#}");
+    assert_eq!(check(&s, "GET /ping: status 200 as recorded"), (2, 0));
+    assert_eq!(
+        check(&s, "GET /base64/:id: content type text/html as recorded"),
+        (1, 0)
+    );
+    let s = replay(&target, &har, host, &["--no-correlate"]);
+    assert_eq!(u(&s["status_codes"], "401"), 2, "{s:#}");
+    assert_eq!(check(&s, "GET /ping: status 200 as recorded"), (0, 2));
+    // The summary and the HTML report say it per tag, in words.
+    let html = scratch_file("chromium-no-correlate.html", b"");
+    let map = format!("{host}=http://{}", target.addr);
+    let out = barrage(
+        &[
+            "replay",
+            &har,
+            "--map-host",
+            &map,
+            "--no-correlate",
+            "--no-results",
+            "--html",
+            html.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    out.expect_success();
+    let line = "GET /ping: 100 % status differs: 200 recorded, 401 replayed";
+    // Only the pings differ: the section has their line alone.
+    assert!(
+        out.stdout
+            .contains(&format!("compared with the recording\n  {line}\n\n")),
+        "{}",
+        out.stdout
+    );
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        html.contains(&format!("<li>{line}</li>")),
+        "no difference line in the HTML report"
+    );
+}
+
+#[test]
+fn excluded_tags_leave_static_assets_out_of_replays_and_conversions() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = fixture("browser_page_load.har");
+    let map = format!("www.recorded.test=http://{}", target.addr);
+    let json = scratch_file("exclude-tags-summary.json", b"");
+    let base = [
+        "replay",
+        &har,
+        "--map-host",
+        &map,
+        "--skip-host",
+        "www.google-analytics.com",
+        "--speed",
+        "4",
+        "--no-results",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let mut args = base.to_vec();
+    args.extend([
+        "--exclude-tags",
+        "static image,static font",
+        "--exclude-tags",
+        "static js",
+    ]);
+    barrage(&args, LIMIT).expect_success();
+    let s = summary(&json);
+    let tags: Vec<&str> = s["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["tag"].as_str())
+        .collect();
+    assert!(tags.contains(&"static css"), "{tags:?}");
+    assert!(
+        !tags
+            .iter()
+            .any(|t| ["static image", "static font", "static js"].contains(t)),
+        "{tags:?}"
+    );
+    assert!(tags.contains(&"GET /json"), "{tags:?}");
+
+    let mut args = base.to_vec();
+    args.extend(["--exclude-tags", "static"]);
+    barrage(&args, LIMIT).expect_success();
+    let s = summary(&json);
+    let tags: Vec<&str> = s["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["tag"].as_str())
+        .collect();
+    assert!(!tags.iter().any(|t| t.starts_with("static")), "{tags:?}");
+
+    // Converted without them: the script has no static requests.
+    let script = scratch_file("exclude-tags.js", b"");
+    barrage(
+        &[
+            "convert",
+            "har",
+            &har,
+            "-o",
+            script.to_str().unwrap(),
+            "--skip-host",
+            "www.google-analytics.com",
+            "--exclude-tags",
+            "static",
+        ],
+        LIMIT,
+    )
+    .expect_success();
+    let text = std::fs::read_to_string(&script).unwrap();
+    assert!(!text.contains("static "), "{text}");
+    assert!(text.contains("GET /json"), "{text}");
+
+    // Everything excluded: one line, exit 2.
+    let mut args = base.to_vec();
+    args.extend(["--exclude-tags", "GET,static"]);
+    let out = barrage(&args, LIMIT);
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("--exclude-tags: every request's tag matches"),
+        "{}",
+        out.stderr
+    );
 }
 
 /// A recording of four page views, 300 ms apart, each one request.
@@ -469,7 +620,7 @@ fn shifted_timestamps_are_sent_relative_to_the_present() {
         {"startedDateTime":"2025-01-01T12:00:00.000Z","time":2,
          "request":{"method":"POST","url":"http://ts.recorded.test/anything/report",
            "headers":[{"name":"Content-Type","value":"application/json"}],
-           "postData":{"mimeType":"application/json","text":"{\"from\":\"2024-12-31T12:00:00.000Z\",\"until\":\"2025-01-01T12:00:05Z\"}"}},
+           "postData":{"mimeType":"application/json","text":"{\"from\":\"2024-12-31T12:00:00.000Z\",\"until\":\"2025-01-01T12:00:05Z\",\"local\":\"2025-01-01T13:00:10+01:00\",\"since\":1735732810,\"ms\":1735732800500}"}},
          "response":{"status":200,"content":{"mimeType":"application/json","text":"{}"}}}]}}"#,
     );
     let map = format!("ts.recorded.test=http://{}", target.addr);
@@ -507,4 +658,259 @@ fn shifted_timestamps_are_sent_relative_to_the_present() {
     assert!((unix(until) - (now + 5.0)).abs() < 60.0, "{until}");
     assert_eq!(from.len(), "2024-12-31T12:00:00.000Z".len());
     assert_eq!(until.len(), "2025-01-01T12:00:05Z".len());
+    // At the recorded offset from UTC, and as epoch seconds and milliseconds.
+    let local = body["local"].as_str().unwrap();
+    assert!((unix(local) - (now + 10.0)).abs() < 60.0, "{local}");
+    assert!(local.ends_with("+01:00"), "{local}");
+    let since = body["since"].as_f64().unwrap();
+    assert!((since - (now + 10.0)).abs() < 60.0, "{since}");
+    let ms = body["ms"].as_f64().unwrap();
+    assert!((ms / 1000.0 - now).abs() < 60.0, "{ms}");
+}
+
+/// `barrage record` on a free port in front of `target`; its proxy address.
+fn start_recorder(target: &Target, har: &std::path::Path, extra: &[&str]) -> (Child, String) {
+    start_recorder_to(&format!("http://{}", target.addr), har, extra)
+}
+
+/// `barrage record` on a free port in front of `upstream`; its proxy address.
+fn start_recorder_to(upstream: &str, har: &std::path::Path, extra: &[&str]) -> (Child, String) {
+    let mut child = Command::new(BIN)
+        .args(["record", "--listen", "127.0.0.1:0", "--upstream", upstream])
+        .arg("-o")
+        .arg(har)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn barrage record");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line.split_whitespace().last().unwrap_or("").to_string();
+    assert!(
+        line.starts_with("barrage record listening on 127.0.0.1:"),
+        "{line:?}"
+    );
+    (child, addr)
+}
+
+/// Sends `signal` to the recorder and waits (bounded) for its exit; its stderr.
+fn stop_recorder(mut child: Child, signal: &str) -> String {
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("barrage record did not stop on SIG{signal}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    stderr
+}
+
+#[test]
+fn traffic_recorded_through_the_proxy_replays_with_fresh_tokens() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = scratch_file("recorded-through-proxy.har", b"");
+    let (recorder, proxy) = start_recorder(&target, &har, &[]);
+    // barrage's own traffic through the proxy: the token-then-pings flow, sent to the proxy.
+    let s = replay_to(
+        &proxy,
+        &fixture("token_pings.har"),
+        "api.recorded.test",
+        &[],
+    );
+    assert_eq!(u(&s["status_codes"], "200"), 4, "{s:#}");
+    let stderr = stop_recorder(recorder, "INT");
+    assert!(stderr.contains("4 exchanges written"), "{stderr}");
+
+    // The recording reads as HAR 1.2 with every exchange as the upstream answered it.
+    let recorded: Value = summary(&har);
+    assert_eq!(recorded["log"]["version"], "1.2");
+    let entries = recorded["log"]["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 4);
+    assert!(entries[0]["request"]["url"]
+        .as_str()
+        .unwrap()
+        .starts_with(&format!("http://{}/random/get_token", target.addr)));
+    assert_eq!(entries[1]["response"]["status"], 200);
+    assert!(entries[1]["response"]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("\"ok\":true"));
+
+    // Replayed: the recorded token is one this target issued, but correlation gives every
+    // round its own; without correlation the recorded one still goes out.
+    let host = target.addr.to_string();
+    let s = replay(
+        &target,
+        har.to_str().unwrap(),
+        &host,
+        &["--loop", "2", "--speed", "4"],
+    );
+    assert_eq!(u(&s["status_codes"], "200"), 8, "{s:#}");
+    assert_eq!(check(&s, "GET /ping: status 200 as recorded"), (6, 0));
+    let converted = scratch_file("recorded-through-proxy.js", b"");
+    barrage(
+        &[
+            "convert",
+            "har",
+            har.to_str().unwrap(),
+            "-o",
+            converted.to_str().unwrap(),
+        ],
+        LIMIT,
+    )
+    .expect_success();
+    let script = std::fs::read_to_string(&converted).unwrap();
+    assert!(script.contains("/ping"), "{script}");
+}
+
+#[test]
+fn the_recorder_keeps_only_the_first_bytes_of_large_bodies_and_stops_on_sigterm() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = scratch_file("recorded-truncated.har", b"");
+    let (recorder, proxy) = start_recorder(&target, &har, &["--max-body-size", "100"]);
+    let url = format!("http://{proxy}/bytes/5000");
+    // Plain, then gzip-encoded (its 5000 bytes compress to more than the 100 kept).
+    let plain = quick_json(
+        &["-n", "1", "-c", "1", "--disable-compression", &url],
+        LIMIT,
+    );
+    let gzipped = quick_json(&["-n", "1", "-c", "1", &url], LIMIT);
+    for s in [&plain, &gzipped] {
+        // The client got every byte through the proxy.
+        assert_eq!(u(&s["status_codes"], "200"), 1, "{s:#}");
+        assert_eq!(u(s, "decoded_data_bytes"), 5000, "{s:#}");
+    }
+    let stderr = stop_recorder(recorder, "TERM");
+    assert!(stderr.contains("2 exchanges written"), "{stderr}");
+    let recorded = summary(&har);
+    // The recording kept 100 bytes of the plain one and says so.
+    let content = &recorded["log"]["entries"][0]["response"]["content"];
+    assert_eq!(content["_truncated"], true, "{content:#}");
+    assert_eq!(content["size"], 5000);
+    assert_eq!(content["text"].as_str().unwrap().len(), 100, "{content:#}");
+    // A cut gzip body cannot be decoded: its size, no text.
+    let content = &recorded["log"]["entries"][1]["response"]["content"];
+    assert_eq!(content["_truncated"], true, "{content:#}");
+    assert!(content.get("text").is_none(), "{content:#}");
+    // Both read back, convert and replay.
+    let host = target.addr.to_string();
+    let s = replay(&target, har.to_str().unwrap(), &host, &[]);
+    assert_eq!(u(&s["status_codes"], "200"), 2, "{s:#}");
+}
+
+#[test]
+fn the_recorder_speaks_http2_to_an_h2c_upstream() {
+    let _heavy = heavy_lock();
+    let target = Target::start_with(&["--threads", "1", "--h2c"]);
+    let har = scratch_file("recorded-h2c.har", b"");
+    let (recorder, proxy) = start_recorder(&target, &har, &["--upstream-h2c"]);
+    let s = quick_json(
+        &["-n", "2", "-c", "1", &format!("http://{proxy}/json")],
+        LIMIT,
+    );
+    assert_eq!(u(&s["status_codes"], "200"), 2, "{s:#}");
+    let stderr = stop_recorder(recorder, "INT");
+    assert!(stderr.contains("2 exchanges written"), "{stderr}");
+    let recorded = summary(&har);
+    let entry = &recorded["log"]["entries"][0];
+    assert_eq!(entry["request"]["httpVersion"], "HTTP/2", "{entry:#}");
+    assert_eq!(entry["response"]["status"], 200, "{entry:#}");
+}
+
+#[test]
+fn the_recorder_forwards_to_an_https_upstream_with_its_own_client() {
+    let _heavy = heavy_lock();
+    let target = Target::start_with(&["--threads", "1", "--tls"]);
+    let cert = target.cert_path.clone().expect("the target's certificate");
+    let upstream = format!("https://{}", target.addr);
+    let har = scratch_file("recorded-https.har", b"");
+    let (recorder, proxy) = start_recorder_to(&upstream, &har, &["--upstream-cacert", &cert]);
+    let s = quick_json(
+        &["-n", "2", "-c", "1", &format!("http://{proxy}/json")],
+        LIMIT,
+    );
+    assert_eq!(u(&s["status_codes"], "200"), 2, "{s:#}");
+    let stderr = stop_recorder(recorder, "INT");
+    assert!(stderr.contains("2 exchanges written"), "{stderr}");
+    let recorded = summary(&har);
+    let url = recorded["log"]["entries"][0]["request"]["url"]
+        .as_str()
+        .unwrap();
+    assert_eq!(url, format!("https://{}/json", target.addr));
+    // A certificate nobody said to trust: the client gets 502 and nothing is recorded.
+    let untrusted = scratch_file("recorded-untrusted.har", b"");
+    let (recorder, proxy) = start_recorder_to(&upstream, &untrusted, &[]);
+    let out = barrage(
+        &[
+            "quick",
+            "-n",
+            "1",
+            "-c",
+            "1",
+            "-o",
+            "json",
+            &format!("http://{proxy}/json"),
+        ],
+        LIMIT,
+    );
+    assert_eq!(u(&out.json()["status_codes"], "502"), 1, "{}", out.stdout);
+    let stderr = stop_recorder(recorder, "TERM");
+    assert!(stderr.contains("0 exchanges written"), "{stderr}");
+    assert!(
+        stderr.contains("(1 not answered by the upstream"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_recorder_refuses_bad_flags_with_one_line() {
+    let har = scratch_file("never-written.har", b"");
+    for (flag, value, says) in [
+        (
+            "--upstream",
+            "ftp://127.0.0.1:1",
+            "give an http:// or https:// URL",
+        ),
+        ("--upstream", "nonsense", "give an http:// or https:// URL"),
+        ("--listen", "here", "--listen: `here` is not an address"),
+    ] {
+        let mut args = vec![
+            "record",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "http://127.0.0.1:1",
+        ];
+        let at = args.iter().position(|a| *a == flag).unwrap();
+        args[at + 1] = value;
+        args.extend(["-o", har.to_str().unwrap()]);
+        let out = barrage(&args, LIMIT);
+        assert_eq!(out.code(), Some(2), "{}", out.stderr);
+        assert!(out.stderr.contains(says), "{}", out.stderr);
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    }
 }

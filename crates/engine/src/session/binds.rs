@@ -105,13 +105,15 @@ impl CompiledBind {
             Binding::ShiftedTime {
                 offset_ms,
                 fraction_digits,
+                format,
             } => {
                 let now_ms = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_millis() as i64);
-                write_utc(
+                write_time(
                     now_ms + offset_ms,
                     fraction_digits,
+                    format,
                     state.set_text(self.var),
                 );
             }
@@ -125,6 +127,33 @@ impl CompiledBind {
                 let token = jwt.token_for(super::values::Eval { state, data }, now);
                 state.set_text(self.var).push_str(&token);
             }
+        }
+    }
+}
+
+/// Writes `unix_ms` in `format`: ISO 8601 in UTC or at an offset (`+01:00`), or Unix
+/// seconds or milliseconds.
+pub(crate) fn write_time(
+    unix_ms: i64,
+    fraction_digits: u8,
+    format: barrage_plan::TimeFormat,
+    out: &mut String,
+) {
+    use barrage_plan::TimeFormat;
+    match format {
+        TimeFormat::Utc => write_utc(unix_ms, fraction_digits, out),
+        TimeFormat::Offset { minutes } => {
+            write_utc(unix_ms + i64::from(minutes) * 60_000, fraction_digits, out);
+            out.pop();
+            let sign = if minutes < 0 { '-' } else { '+' };
+            let minutes = minutes.unsigned_abs();
+            let _ = write!(out, "{sign}{:02}:{:02}", minutes / 60, minutes % 60);
+        }
+        TimeFormat::EpochSeconds => {
+            let _ = write!(out, "{}", unix_ms.div_euclid(1000));
+        }
+        TimeFormat::EpochMillis => {
+            let _ = write!(out, "{unix_ms}");
         }
     }
 }
@@ -235,6 +264,32 @@ mod tests {
             let mut out = String::new();
             write_utc(ms, digits, &mut out);
             assert_eq!(out, text);
+        }
+    }
+
+    #[test]
+    fn shifted_times_keep_their_recorded_form() {
+        use barrage_plan::TimeFormat;
+        let ms = 1_795_169_700_250;
+        let cases = [
+            (TimeFormat::Utc, 3, "2026-11-20T10:15:00.250Z"),
+            (
+                TimeFormat::Offset { minutes: 60 },
+                0,
+                "2026-11-20T11:15:00+01:00",
+            ),
+            (
+                TimeFormat::Offset { minutes: -270 },
+                3,
+                "2026-11-20T05:45:00.250-04:30",
+            ),
+            (TimeFormat::EpochSeconds, 0, "1795169700"),
+            (TimeFormat::EpochMillis, 0, "1795169700250"),
+        ];
+        for (format, digits, text) in cases {
+            let mut out = String::new();
+            write_time(ms, digits, format, &mut out);
+            assert_eq!(out, text, "{format:?}");
         }
     }
 

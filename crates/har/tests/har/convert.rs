@@ -53,6 +53,45 @@ fn converted_scripts_match_their_snapshots() {
 }
 
 #[test]
+fn exclude_tags_in_a_converted_script_leave_static_assets_out() {
+    let mut out = converted("browser_page_load", &["www.google-analytics.com"], true);
+    let all = plan_of("browser_page_load_excluded", &out);
+    assert!(all.tags.iter().any(|t| t.starts_with("static ")));
+    out.script = out.script.replacen(
+        "const exclude_tags = [];",
+        "const exclude_tags = [\"static image\", \"static js\"];",
+        1,
+    );
+    let some = plan_of("browser_page_load_excluded", &out);
+    let requests = |plan: &barrage_plan::Plan| -> Vec<String> {
+        plan.sessions
+            .iter()
+            .flat_map(|s| s.steps.iter())
+            .filter_map(|step| match step {
+                Step::Request(r) => Some(plan.tags[r.tag].clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let kept = requests(&some);
+    assert!(kept.iter().any(|t| t == "static css"), "{kept:?}");
+    assert!(
+        !kept.iter().any(|t| t == "static image" || t == "static js"),
+        "{kept:?}"
+    );
+    assert_eq!(kept.len() + 3, requests(&all).len(), "{kept:?}");
+    out.script = out
+        .script
+        .replacen("[\"static image\", \"static js\"]", "[\"static\"]", 1);
+    let none = plan_of("browser_page_load_excluded", &out);
+    assert!(!requests(&none).iter().any(|t| t.starts_with("static")));
+    // Recordings without static assets get no exclude_tags.
+    assert!(!converted("token_pings", &[], true)
+        .script
+        .contains("exclude_tags"));
+}
+
+#[test]
 fn the_login_flow_correlates_token_ids_and_keeps_large_bodies_in_files() {
     let out = converted("login_flow", &[], true);
     let plan = plan_of("login_flow", &out);

@@ -42,6 +42,58 @@ fn a_browser_export_reads_as_one_flow_per_page() {
 }
 
 #[test]
+fn a_chromium_export_made_by_playwright_reads_as_its_page() {
+    let har = fixture("chromium_playwright.har");
+    assert_eq!(har.log.creator.as_ref().unwrap().name, "Playwright");
+    assert_eq!(har.log.browser.as_ref().unwrap().name, "chromium");
+    let recording =
+        Recording::new("chromium_playwright.har", &har, &HostMap::default(), false).unwrap();
+    let names: Vec<&str> = recording.flows.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["Token and pings"]);
+    let tags: Vec<&str> = recording.requests().map(|r| r.tag.as_str()).collect();
+    assert_eq!(
+        tags,
+        [
+            "GET /base64/:id",
+            "GET /anything/app.css",
+            "GET /random/get_token",
+            "GET /ping",
+            "GET /ping"
+        ]
+    );
+    // Browser headers are kept; HTTP/2 pseudo-headers and cookies are not.
+    let first = &recording.flows[0].requests[0];
+    assert!(first.headers.iter().any(|(n, _)| n == "User-Agent"));
+    assert!(first.headers.iter().all(|(n, _)| !n.starts_with(':')));
+    assert_eq!(first.response.content_type, "text/html");
+}
+
+#[test]
+fn excluded_tags_leave_static_assets_out_and_think_times_follow() {
+    let har = fixture("browser_page_load.har");
+    let mut hosts = HostMap::default();
+    hosts.skip("www.google-analytics.com");
+    let mut recording = Recording::new("browser_page_load.har", &har, &hosts, false).unwrap();
+    let all = recording.requests().count();
+    let excluded = recording.exclude_tags(&["static".to_string()]).unwrap();
+    assert!(excluded >= 4, "{excluded}");
+    assert_eq!(recording.requests().count(), all - excluded);
+    assert!(recording.requests().all(|r| r.static_kind.is_none()));
+    let home = &recording.flows[0].requests;
+    let tags: Vec<&str> = home.iter().map(|r| r.tag.as_str()).collect();
+    assert_eq!(tags, ["GET /html", "GET /json"]);
+    // The JSON request now follows the page itself: the gap since the page ended.
+    let gap = home[1].offset - (home[0].offset + home[0].recorded_time);
+    assert_eq!(home[1].think, Duration::from_millis(gap.as_millis() as u64));
+    assert!(home[1].think > Duration::from_millis(221));
+    // A tag's first words match, not a prefix of a word; nothing left is an error.
+    assert!(barrage_har::recording::tag_matches("static css", "static"));
+    assert!(!barrage_har::recording::tag_matches("GET /json", "GET /js"));
+    let error = recording.exclude_tags(&["GET".to_string()]).unwrap_err();
+    assert!(error.contains("nothing is left to send"), "{error}");
+}
+
+#[test]
 fn replay_refuses_unmapped_hosts_naming_the_entry() {
     let har = fixture("browser_page_load.har");
     let mut hosts = HostMap::default();

@@ -97,6 +97,53 @@ fn the_login_flow_replay_plan_matches_its_snapshot() {
 }
 
 #[test]
+fn jwts_in_recorded_cookies_are_resigned_and_other_cookies_left_to_the_jar() {
+    let token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1MSIsImV4cCI6MTcwMDAwMDAwMH0.c2lnbmF0dXJl";
+    let har = format!(
+        r#"{{"log":{{"version":"1.2","entries":[{{"startedDateTime":"2026-01-01T10:00:00.000Z",
+        "request":{{"method":"GET","url":"http://cookies.recorded.test/me",
+          "headers":[{{"name":"Cookie","value":"theme=dark; session={token}"}}]}},
+        "response":{{"status":200}}}}]}}}}"#
+    );
+    let har = barrage_har::parse_har("c.har", har.as_bytes()).unwrap();
+    let mut hosts = HostMap::default();
+    hosts.add("cookies.recorded.test=127.0.0.1:8080").unwrap();
+    let recording = Recording::new("c.har", &har, &hosts, true).unwrap();
+    let jwt = JwtOptions {
+        algorithm: JwtAlgorithm::HS256,
+        key: "k".into(),
+        lifetime: None,
+        claims: vec![],
+    };
+    let headers = |transforms: Transforms| {
+        let plan = replay_plan(&recording, &options(1.0, 1, transforms));
+        plan.validate().unwrap();
+        let request = plan.sessions[0]
+            .steps
+            .iter()
+            .find_map(|s| match s {
+                Step::Request(r) => Some(r.clone()),
+                _ => None,
+            })
+            .unwrap();
+        serde_json::to_string(&request.headers).unwrap()
+    };
+    // Re-signing: the session cookie goes out as a re-signed token, the theme from the jar.
+    let resigned = headers(Transforms {
+        jwt: Some(jwt),
+        ..Transforms::default()
+    });
+    assert!(resigned.contains("Cookie"), "{resigned}");
+    assert!(resigned.contains("session="), "{resigned}");
+    assert!(resigned.contains("jwt_1"), "{resigned}");
+    assert!(!resigned.contains(token), "{resigned}");
+    assert!(!resigned.contains("theme"), "{resigned}");
+    // Without re-signing, cookies are the jar's alone.
+    let plain = headers(Transforms::default());
+    assert!(!plain.contains("Cookie"), "{plain}");
+}
+
+#[test]
 fn speed_scales_offsets_and_think_times_and_loops_repeat_the_recording() {
     let mut hosts = HostMap::default();
     hosts.add("www.recorded.test=127.0.0.1:8080").unwrap();

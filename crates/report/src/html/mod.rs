@@ -158,6 +158,14 @@ pub fn render_html(results: &ResultsFile, summary: &Summary) -> String {
         tables::checks(summary),
         verdict::custom_metrics(&summary.k6)
     );
+    let differences = crate::recorded::status_differences(summary);
+    if !differences.is_empty() {
+        body.push_str("<h2>Compared with the recording</h2><ul class=\"card\">");
+        for line in &differences {
+            let _ = write!(body, "<li>{}</li>", escape(line));
+        }
+        body.push_str("</ul>");
+    }
     if let Some(s) = &results.self_check {
         let _ = write!(
             body,
