@@ -26,6 +26,13 @@ for t in "${targets[@]}"; do
   # -max_len: our stable driver's limit; -rss_limit_mb: a body target must stay bounded.
   cargo +nightly fuzz run "$t" "fuzz/corpus/$t" "crates/fuzz/corpus/$t" -- \
     -max_total_time="$secs" -max_len=65536 -rss_limit_mb=1024 -print_final_stats=1 2>&1 |
-    grep -E '^(#[0-9]+ +(INITED|DONE)|stat::|==[0-9]+==|SUMMARY|Done)|panicked|artifact' | tee -a "$log" || true
+    grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::|==[0-9]+==|SUMMARY|Done)|panicked|artifact' | tee -a "$log" || true
 done
 echo "log: $log"
+# Coverage reached: replay each target's whole corpus once (libFuzzer's INITED line: cov = edges,
+# ft = features).
+for t in "${targets[@]}"; do
+  echo "== $t corpus replay: $(ls "fuzz/corpus/$t" | wc -l) generated + $(ls "crates/fuzz/corpus/$t" | wc -l) committed entries" | tee -a "$log"
+  "fuzz/target/x86_64-unknown-linux-gnu/release/$t" -runs=0 -max_len=65536 \
+    "fuzz/corpus/$t" "crates/fuzz/corpus/$t" 2>&1 | grep -E 'INITED' | tee -a "$log" || true
+done
