@@ -206,3 +206,18 @@ read_time_file() { # file
   [[ -s "$1" ]] || { echo "NA NA NA NA"; return; }
   tail -n1 "$1" | awk 'NF >= 4 { print $1, $2, $3, $4; ok = 1 } END { if (!ok) print "NA NA NA NA" }'
 }
+
+# Prometheus with its remote-write receiver on ADDR, pinned to the target's CPU, with a
+# throwaway data directory; sets PROM_PID (stop it by that PID).
+start_prometheus() { # host:port
+  local addr="$1"
+  command -v prometheus >/dev/null || die "install prometheus (apt-get install prometheus)"
+  bench_tmp
+  port_in_use "$addr" && die "$addr is taken"
+  printf 'global:\n  scrape_interval: 1h\n' > "$BENCH_TMP/prometheus.yml"
+  taskset -c "$TARGET_CPU" prometheus --config.file="$BENCH_TMP/prometheus.yml" \
+    --storage.tsdb.path="$BENCH_TMP/tsdb" --web.listen-address="$addr" \
+    --web.enable-remote-write-receiver > "$BENCH_TMP/prometheus.log" 2>&1 &
+  PROM_PID=$!
+  wait_http "http://$addr/-/ready"
+}

@@ -16,7 +16,6 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ -x "$BARRAGE" ]] || die "build first: cargo build --release"
-command -v prometheus >/dev/null || die "install prometheus (apt-get install prometheus)"
 raise_nofile
 PROM_PID=""
 cleanup() { [[ -z "$PROM_PID" ]] || kill "$PROM_PID" 2>/dev/null || true; bench_cleanup; }
@@ -24,13 +23,7 @@ trap cleanup EXIT
 start_barrage_target
 bench_tmp
 PROM_ADDR="127.0.0.1:19291"
-port_in_use "$PROM_ADDR" && die "$PROM_ADDR is taken"
-printf 'global:\n  scrape_interval: 1h\n' > "$BENCH_TMP/prometheus.yml"
-taskset -c "$TARGET_CPU" prometheus --config.file="$BENCH_TMP/prometheus.yml" \
-  --storage.tsdb.path="$BENCH_TMP/tsdb" --web.listen-address="$PROM_ADDR" \
-  --web.enable-remote-write-receiver > "$BENCH_TMP/prometheus.log" 2>&1 &
-PROM_PID=$!
-wait_http "http://$PROM_ADDR/-/ready"
+start_prometheus "$PROM_ADDR"
 cpu_plain=""; cpu_rw=""; rps_plain=""; rps_rw=""
 one_run() { # label extra-args...
   local label="$1"; shift

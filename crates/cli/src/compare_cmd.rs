@@ -96,14 +96,18 @@ fn differences(groups: &[Vec<Named>]) -> Vec<String> {
             ));
         }
         // The test's name is no part of what it does.
-        let parts: Vec<String> = match (a.plan.as_object(), b.plan.as_object()) {
+        let (plan_a, plan_b) = (
+            serde_json::to_value(&a.plan).unwrap_or_default(),
+            serde_json::to_value(&b.plan).unwrap_or_default(),
+        );
+        let parts: Vec<String> = match (plan_a.as_object(), plan_b.as_object()) {
             (Some(x), Some(y)) => x
                 .keys()
                 .chain(y.keys().filter(|k| !x.contains_key(*k)))
                 .filter(|k| *k != "name" && x.get(*k) != y.get(*k))
                 .cloned()
                 .collect(),
-            _ if a.plan != b.plan => vec!["plans".into()],
+            _ if plan_a != plan_b => vec!["plans".into()],
             _ => Vec::new(),
         };
         if !parts.is_empty() {

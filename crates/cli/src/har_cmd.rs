@@ -2,7 +2,7 @@
 //! recording compiled into a plan and run): the flags, and the wiring of `crates/har` into
 //! files and the runner.
 
-use crate::outputs::OutputArgs;
+use crate::output_flags::OutputArgs;
 use crate::usage::usage;
 use crate::{record, runner, scenario, values, OverrideArgs};
 use barrage_har::{HostMap, Recording};
@@ -303,13 +303,8 @@ pub fn replay_command(args: &ReplayArgs) -> anyhow::Result<i32> {
         overrides: args.overrides.given(),
         ..Default::default()
     };
-    let spec = runner::RunSpec::new(
-        plan,
-        context,
-        &args.outputs,
-        &args.record,
-        runner::progress_wanted(),
-    )?;
+    let outputs = args.outputs.list(&args.record, &plan.name)?;
+    let spec = runner::RunSpec::new(plan, context, outputs, runner::progress_wanted())?;
     let (finished, files) = spec.run()?;
     crate::print_out(&barrage_report::render_run(&finished.summary))?;
     record::keep(&args.record, &finished, files)?;

@@ -1,35 +1,28 @@
 //! The `barrage` binary: parses the command line and wires script/plan, engine, and reports.
 
 mod compare_cmd;
-mod dashboard_frame;
-mod fd_limit;
 mod har_cmd;
 mod hey_flags;
 mod history;
 mod k6_front;
 mod k8s;
-mod live;
-mod outputs;
+mod output_flags;
 mod overrides;
-mod progress;
 mod protocol_flags;
 mod quick;
 mod record;
 mod results_cmd;
-mod runner;
 mod scenario;
-mod segment_run;
-mod usage;
 mod values;
 mod vu_overrides;
 
 use anyhow::Context;
 use barrage_report::{render_hey, render_run};
+use barrage_run::{fd_limit, runner, segment_run, usage};
 use clap::{Parser, Subcommand};
-use outputs::OutputArgs;
+use output_flags::OutputArgs;
 use overrides::Overrides;
 use quick::{quick_plan, OutputFormat, QuickArgs};
-use runner::RunOptions;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -386,13 +379,8 @@ fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
             .transpose()?,
         ..Default::default()
     };
-    let mut spec = runner::RunSpec::new(
-        plan,
-        context,
-        &args.outputs,
-        &args.record,
-        runner::progress_wanted(),
-    )?;
+    let outputs = args.outputs.list(&args.record, &plan.name)?;
+    let mut spec = runner::RunSpec::new(plan, context, outputs, runner::progress_wanted())?;
     spec.options.scripted = k6.as_ref().map(|(vus, _)| Arc::clone(vus));
     let (finished, files) = spec.run()?;
     print_out(&render_run(&finished.summary))?;
@@ -412,14 +400,14 @@ fn quick_command(args: &QuickArgs) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(exit::OK);
     }
+    let outputs = args.outputs.list(&args.record, &plan.name)?;
     let mut spec = runner::RunSpec::new(
         plan,
         runner::RunContext {
             command: "quick",
             ..Default::default()
         },
-        &args.outputs,
-        &args.record,
+        outputs,
         runner::progress_wanted() && format == OutputFormat::Text,
     )?;
     if format == OutputFormat::Csv {
@@ -570,11 +558,14 @@ fn demo_command(args: &DemoArgs) -> anyhow::Result<i32> {
         command: "quick",
         ..Default::default()
     };
-    let finished = runner::execute(
-        &plan,
-        RunOptions::plain(runner::progress_wanted()),
-        &context,
+    // No outputs beyond the summary: the demo leaves nothing behind.
+    let spec = runner::RunSpec::new(
+        plan,
+        context,
+        barrage_run::OutputList::default(),
+        runner::progress_wanted(),
     )?;
+    let (finished, _no_files) = spec.run()?;
     target.shutdown();
     print_out(&render_hey(&finished.summary))?;
     Ok(exit::OK)

@@ -46,7 +46,7 @@ impl Overrides {
         if let Some(seed) = self.seed {
             plan.options.seed = Some(seed);
         }
-        if let Some(segment) = self.segment {
+        if let Some(segment) = self.segment.clone() {
             plan.options.segment = (segment != barrage_plan::Segment::WHOLE).then_some(segment);
         }
         if let Some(threads) = self.threads {

@@ -4,9 +4,8 @@ use crate::protocol_flags::ProtocolArgs;
 use crate::usage::usage;
 use crate::values;
 use barrage_plan::{
-    ArrivalRate, Body, ClosedVus, Credentials, Header, HeaderField, Method, Plan, Proxy,
-    RequestStep, Session, Step, Target, TestOptions, Value, Workload, GO_CLIENT_MAX_REDIRECTS,
-    PLAN_FORMAT_VERSION,
+    Body, Credentials, Header, HeaderField, Method, Plan, Proxy, RequestStep, Session, Step,
+    Target, TestOptions, Value, Workload, GO_CLIENT_MAX_REDIRECTS, PLAN_FORMAT_VERSION,
 };
 use clap::Args;
 use std::time::Duration;
@@ -99,7 +98,7 @@ pub struct QuickArgs {
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub grace: Option<String>,
     #[command(flatten)]
-    pub outputs: crate::outputs::OutputArgs,
+    pub outputs: crate::output_flags::OutputArgs,
     #[command(flatten)]
     pub record: crate::record::RecordArgs,
     #[command(flatten)]
@@ -258,25 +257,19 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
         (None, Some(rate)) => Some(("--rate", rate, rate)),
         (None, None) => None,
     };
-    let workload = match rate {
+    let mut workload = match rate {
         Some((_, _, rate)) if rate > values::MAX_RATE => {
             return Err(usage(format!(
                 "-q: the rate times -c ({rate}/s) is above the limit, {}/s",
                 values::MAX_RATE
             )))
         }
-        Some((_, _, rate)) => Workload::ArrivalRate(ArrivalRate {
-            rate_per_second: rate,
-            vus: concurrency,
-            duration,
-            iterations,
-        }),
-        None => Workload::ClosedVus(ClosedVus {
-            vus: concurrency,
-            duration,
-            iterations,
-        }),
+        Some((_, _, rate)) => Workload::paced(rate, concurrency, duration, iterations),
+        None => Workload::closed(concurrency, duration, iterations),
     };
+    if let Some(grace) = &args.grace {
+        workload.grace.stop = Some(values::duration_flag("--grace", grace, false)?);
+    }
     let threads = args.cpus.or(args.threads);
     let mut plan = Plan {
         format_version: PLAN_FORMAT_VERSION,
@@ -288,11 +281,6 @@ pub fn quick_plan(args: &QuickArgs) -> anyhow::Result<Plan> {
             headers: Vec::new(),
             threads,
             seed: None,
-            stop_grace: args
-                .grace
-                .as_deref()
-                .map(|g| values::duration_flag("--grace", g, false))
-                .transpose()?,
             // hey (Go's client) sends at most 10 requests per chain and calls a 10th
             // redirect an error; -disable-redirects returns the first response as it is.
             max_redirects: if args.disable_redirects {
@@ -365,14 +353,7 @@ mod tests {
     #[test]
     fn hey_defaults_compile_to_a_closed_plan() {
         let p = plan(&["http://127.0.0.1:8080/health?x=1"]).unwrap();
-        assert_eq!(
-            p.workload,
-            Workload::ClosedVus(ClosedVus {
-                vus: 50,
-                duration: None,
-                iterations: Some(200)
-            })
-        );
+        assert_eq!(p.workload, Workload::closed(50, None, Some(200)));
         let Step::Request(r) = &p.sessions[0].steps[0] else {
             panic!("a request step")
         };
@@ -385,14 +366,7 @@ mod tests {
     fn rate_and_duration_make_a_paced_plan() {
         // hey's -q is per worker: 200 per second for each of 10 workers.
         let p = plan(&["-q", "200", "-z", "5s", "-c", "10", "http://127.0.0.1:1/"]).unwrap();
-        let paced = |rate_per_second| {
-            Workload::ArrivalRate(ArrivalRate {
-                rate_per_second,
-                vus: 10,
-                duration: Some(Duration::from_secs(5)),
-                iterations: None,
-            })
-        };
+        let paced = |rate| Workload::paced(rate, 10, Some(Duration::from_secs(5)), None);
         assert_eq!(p.workload, paced(2000.0));
         let p = plan(&[
             "--rate",

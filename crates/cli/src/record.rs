@@ -3,10 +3,10 @@
 //! history database — the flags that steer them and the code that writes them.
 
 use crate::history;
-use crate::outputs::{Format, OutputFiles, Wanted};
-use crate::runner::Finished;
 use anyhow::Context;
 use barrage_results::{unix_ns, utc_parts};
+use barrage_run::outputs::{Format, OutputFiles, Wanted};
+use barrage_run::Finished;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -80,25 +80,15 @@ fn absolute(path: &Path) -> PathBuf {
 impl RecordArgs {
     /// The files these flags ask for: the results file (unless `--no-results`) and `--html`.
     pub fn wanted(&self, run_name: &str) -> Vec<Wanted> {
-        let mut wanted = Vec::new();
-        if !self.no_results {
-            wanted.push(Wanted {
-                flag: "--results",
-                path: self
-                    .results
-                    .clone()
-                    .unwrap_or_else(|| default_results_path(run_name)),
-                format: Format::Results,
-            });
-        }
-        if let Some(html) = &self.html {
-            wanted.push(Wanted {
-                flag: "--html",
-                path: html.clone(),
-                format: Format::Html,
-            });
-        }
-        wanted
+        let results = (!self.no_results).then(|| {
+            self.results
+                .clone()
+                .unwrap_or_else(|| default_results_path(run_name))
+        });
+        Wanted::given([
+            (Format::Results, results),
+            (Format::Html, self.html.clone()),
+        ])
     }
 }
 

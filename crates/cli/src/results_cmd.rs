@@ -1,10 +1,10 @@
 //! `barrage report FILE` (re-render a run's outputs from its results file) and `barrage merge`
 //! (several results files into one, exactly).
 
-use crate::outputs::{Format, OutputFiles, Wanted};
 use crate::usage::usage;
 use anyhow::Context;
 use barrage_results::ResultsFile;
+use barrage_run::outputs::{Format, OutputFiles, Wanted};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
@@ -46,21 +46,18 @@ pub fn load(path: &Path) -> anyhow::Result<ResultsFile> {
 /// Prints the text summary, or writes the outputs asked for; the exit code is the run's
 /// verdict on the stored data (99 when a threshold fails, as the run itself exits).
 pub fn report_command(args: &ReportArgs) -> anyhow::Result<(String, i32)> {
-    let trend_stats = crate::outputs::OutputArgs {
+    let trend_stats = crate::output_flags::OutputArgs {
         summary_trend_stats: args.summary_trend_stats.clone(),
         ..Default::default()
     }
     .trend_stats()?;
     let results = load(&args.file)?;
-    let wanted: Vec<Wanted> = [
-        ("--json", &args.json, Format::Json),
-        ("--junit", &args.junit, Format::Junit),
-        ("--csv", &args.csv, Format::Csv),
-        ("--html", &args.html, Format::Html),
-    ]
-    .into_iter()
-    .filter_map(|(flag, path, format)| path.clone().map(|path| Wanted { flag, path, format }))
-    .collect();
+    let wanted = Wanted::given([
+        (Format::Json, args.json.clone()),
+        (Format::Junit, args.junit.clone()),
+        (Format::Csv, args.csv.clone()),
+        (Format::Html, args.html.clone()),
+    ]);
     let summary = barrage_report::summary_of(&results, &trend_stats);
     let code = if summary.k6.thresholds_failed() || summary.k6.aborted_by_threshold.is_some() {
         crate::usage::exit::THRESHOLDS_FAILED

@@ -705,19 +705,25 @@ fn demo_runs_and_prints_a_summary() {
 #[test]
 fn print_plan_shows_the_workload_model() {
     let closed = print_plan(&["-n", "30", "-c", "3", "http://127.0.0.1:9/"]);
-    assert_eq!(closed["workload"]["model"], "closed_vus", "{closed:#}");
-    assert_eq!(closed["workload"]["vus"], 3);
-    assert_eq!(closed["workload"]["iterations"], 30);
-    assert_eq!(closed["workload"]["duration"], Value::Null);
+    // Three clients looping back to back (a schedule of 3), bounded by 30 iterations shared.
+    let w = &closed["workload"];
+    assert_eq!(w["admission"]["kind"], "loop", "{closed:#}");
+    assert_eq!(w["schedule"][0]["from"], 3.0);
+    assert_eq!(w["bound"]["kind"], "iterations");
+    assert_eq!(w["bound"]["count"], 30);
+    assert_eq!(w["bound"]["per_client"], false);
+    assert_eq!(w["bound"]["max_duration"], Value::Null);
     assert_eq!(plan_request(&closed)["method"], "GET");
 
     // hey's -q is per worker: 50/s for each of 4 clients is 200/s for the run.
     let paced = print_plan(&["-q", "50", "-z", "3s", "-c", "4", "http://127.0.0.1:9/"]);
-    assert_eq!(paced["workload"]["model"], "arrival_rate", "{paced:#}");
-    // -q is per worker (hey): 50/s for each of 4 workers.
-    assert_eq!(paced["workload"]["rate_per_second"], 200.0);
-    assert_eq!(paced["workload"]["duration"], 3000);
-    assert_eq!(paced["workload"]["iterations"], Value::Null);
+    let w = &paced["workload"];
+    assert_eq!(w["admission"]["kind"], "paced", "{paced:#}");
+    assert_eq!(w["admission"]["clients"], 4);
+    // -q is per worker (hey): 50/s for each of 4 workers, for 3 s.
+    assert_eq!(w["schedule"][0]["from"], 200.0);
+    assert_eq!(w["schedule"][0]["duration"], 3000);
+    assert_eq!(w["bound"]["kind"], "duration");
 
     // Printing the plan loads nothing: a refused port would otherwise show up as errors.
     let out = barrage(

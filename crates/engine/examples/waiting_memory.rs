@@ -50,15 +50,14 @@ fn main() {
             threads: Some(1),
             ..TestOptions::default()
         },
-        workload: Workload::OpenArrivals(OpenArrivals {
-            phases: vec![ArrivalPhase {
-                duration: arrival,
-                rate: clients as f64 / arrival.as_secs_f64(),
-                ramp_to: None,
-            }],
-            max_clients: None,
-            grace_period: Duration::from_secs(60),
-        }),
+        workload: Workload::open(
+            Stages::from_targets(
+                clients as f64 / arrival.as_secs_f64(),
+                [(arrival, clients as f64 / arrival.as_secs_f64())],
+            ),
+            None,
+            Duration::from_secs(60),
+        ),
         tags: vec!["t".into()],
         sessions: vec![Session {
             name: "wait".into(),

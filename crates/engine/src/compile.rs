@@ -193,11 +193,7 @@ mod tests {
             name: "t".into(),
             target: Target::parse("http://127.0.0.1:9").unwrap(),
             options: TestOptions::default(),
-            workload: Workload::ClosedVus(ClosedVus {
-                vus: 1,
-                duration: None,
-                iterations: Some(1),
-            }),
+            workload: Workload::closed(1, None, Some(1)),
             tags: vec!["a".into()],
             sessions: weights
                 .iter()

@@ -211,6 +211,7 @@ impl Client {
         let open = OpenRequest {
             worker,
             tag: request.tag,
+            intended,
         };
         let outcome = tokio::time::timeout(worker.run.timeout, async {
             if let (Some(_), Some(other)) = (elsewhere, self.other_origin.as_deref_mut()) {
@@ -437,18 +438,21 @@ fn hop_url(worker: &Worker, elsewhere: Option<&url::Url>, bytes: &[u8]) -> Optio
 /// A request on its way. When the client's future is dropped while it waits (the run's end,
 /// a second stop signal, a grace period that ran out, a VU ramped down), dropping this counts
 /// the request as interrupted, so a target that never answers shows as unanswered requests
-/// instead of nothing. A finished request forgets it.
+/// instead of nothing. A finished request forgets it. It counts in the second of its
+/// intended start, so the per-second series gains no second past the run's own.
 pub(crate) struct OpenRequest<'a> {
     pub worker: &'a Worker,
     pub tag: usize,
+    pub intended: Instant,
 }
 
 impl Drop for OpenRequest<'_> {
     fn drop(&mut self) {
+        let second = self.worker.second_of(self.intended);
         self.worker
             .metrics
             .borrow_mut()
-            .record_interrupted(self.tag);
+            .record_interrupted(self.tag, second);
     }
 }
 

@@ -93,8 +93,8 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
             .build()?
             .block_on(barrage_http::resolve(&connection.host, connection.port)),
     );
-    let segment = plan.options.segment.unwrap_or(Segment::WHOLE);
-    let shares = executor::assign(&plan.workload, worker_threads(plan), segment);
+    let segment = plan.options.segment.clone().unwrap_or(Segment::WHOLE);
+    let shares = executor::assign(&plan.workload, worker_threads(plan), &segment);
     let threads = shares.len();
     control.snapshots.set_workers(threads);
     let grace = plan.stop_grace();
@@ -133,7 +133,7 @@ pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError>
             },
             iterations: share.iterations,
             workers: threads,
-            segment,
+            segment: segment.clone(),
             run_id,
             rng: rand::rngs::SmallRng::seed_from_u64(
                 segment.seed(plan.options.seed.unwrap_or(0x6261_7272_6167_6500))

@@ -160,6 +160,7 @@ impl Client {
         let open = OpenRequest {
             worker,
             tag: SCRIPT_TAG,
+            intended,
         };
         let outcome = tokio::time::timeout(
             timeout,

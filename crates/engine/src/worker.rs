@@ -195,12 +195,11 @@ impl Worker {
             request_buffers: Pool::default(),
             captures: Pool::default(),
             scratch: RefCell::new(Scratch::default()),
-            rows: {
-                let (first, stride) = init
-                    .segment
-                    .stripe(init.run.index as u64, init.workers as u64);
-                RowCursors::new(init.run.plan.data.len(), first, stride)
-            },
+            rows: RowCursors::new(
+                init.run.plan.data.len(),
+                init.segment
+                    .stripe(init.run.index as u64, init.workers as u64),
+            ),
             request_ids: RequestIds::new(init.run_id, init.run.index),
             sampler: init.run.control.samples.as_ref().map(|sink| {
                 RefCell::new(Sampler::new(

@@ -24,7 +24,7 @@ fn target() -> barrage_target::RunningTarget {
     .expect("target starts")
 }
 
-fn open_plan(addr: std::net::SocketAddr, path: &str, workload: OpenArrivals) -> Plan {
+fn open_plan(addr: std::net::SocketAddr, path: &str, workload: Workload) -> Plan {
     Plan {
         format_version: PLAN_FORMAT_VERSION,
         name: "open".into(),
@@ -33,7 +33,7 @@ fn open_plan(addr: std::net::SocketAddr, path: &str, workload: OpenArrivals) -> 
             threads: Some(2),
             ..TestOptions::default()
         },
-        workload: Workload::OpenArrivals(workload),
+        workload,
         tags: vec!["t".into()],
         sessions: vec![Session {
             name: "s".into(),
@@ -45,12 +45,8 @@ fn open_plan(addr: std::net::SocketAddr, path: &str, workload: OpenArrivals) -> 
     }
 }
 
-fn phases(secs: u64, rate: f64) -> Vec<ArrivalPhase> {
-    vec![ArrivalPhase {
-        duration: Duration::from_secs(secs),
-        rate,
-        ramp_to: None,
-    }]
+fn phases(secs: u64, rate: f64) -> Stages {
+    Stages::from_targets(rate, [(Duration::from_secs(secs), rate)])
 }
 
 #[test]
@@ -59,11 +55,7 @@ fn open_arrivals_follow_the_rate_and_every_session_completes() {
     let plan = open_plan(
         target.addr(),
         "/delay/10",
-        OpenArrivals {
-            phases: phases(3, 100.0),
-            max_clients: None,
-            grace_period: Duration::from_secs(5),
-        },
+        Workload::open(phases(3, 100.0), None, Duration::from_secs(5)),
     );
     let outcome = run(&plan, &RunControl::default()).unwrap();
     // The run ends when the last session does, not at the end of the grace period.
@@ -97,11 +89,7 @@ fn arrivals_beyond_max_clients_are_dropped_and_counted() {
     let plan = open_plan(
         target.addr(),
         "/delay/400",
-        OpenArrivals {
-            phases: phases(1, 200.0),
-            max_clients: Some(10),
-            grace_period: Duration::from_secs(3),
-        },
+        Workload::open(phases(1, 200.0), Some(10), Duration::from_secs(3)),
     );
     let outcome = run(&plan, &RunControl::default()).unwrap();
     let s = outcome.metrics.sessions;
@@ -119,11 +107,7 @@ fn sessions_running_past_the_grace_period_are_interrupted() {
     let plan = open_plan(
         target.addr(),
         "/delay/3000",
-        OpenArrivals {
-            phases: phases(1, 20.0),
-            max_clients: None,
-            grace_period: Duration::from_millis(300),
-        },
+        Workload::open(phases(1, 20.0), None, Duration::from_millis(300)),
     );
     let started = std::time::Instant::now();
     let outcome = run(&plan, &RunControl::default()).unwrap();
@@ -188,11 +172,7 @@ fn token_flow_extracts_asserts_and_loops_a_random_number_of_times() {
         target.addr(),
         &["get_token", "ping"],
         steps,
-        Workload::OpenArrivals(OpenArrivals {
-            phases: phases(2, 50.0),
-            max_clients: None,
-            grace_period: Duration::from_secs(5),
-        }),
+        Workload::open(phases(2, 50.0), None, Duration::from_secs(5)),
     );
     plan.data_sources.push(DataSource {
         name: "channels.csv".into(),
@@ -523,11 +503,7 @@ fn for_ever_runs_until_the_hard_stop_and_counts_as_interrupted() {
             }),
         ],
     }];
-    let workload = Workload::ClosedVus(ClosedVus {
-        vus: 2,
-        duration: Some(Duration::from_millis(800)),
-        iterations: None,
-    });
+    let workload = Workload::closed(2, Some(Duration::from_millis(800)), None);
     let metrics = run_plan(&scenario_plan(target.addr(), &["t"], steps, workload));
     let s = metrics.sessions;
     assert_eq!((s.started, s.completed, s.interrupted), (2, 0, 2), "{s:?}");
@@ -642,11 +618,7 @@ fn a_for_ever_loop_of_instant_failures_still_stops_at_the_deadline() {
         "127.0.0.1:9".parse().unwrap(),
         &["t"],
         steps,
-        Workload::ClosedVus(ClosedVus {
-            vus: 1,
-            duration: Some(Duration::from_millis(300)),
-            iterations: None,
-        }),
+        Workload::closed(1, Some(Duration::from_millis(300)), None),
     );
     plan.target = Target::parse("http://barrage-test.invalid:80").unwrap();
     let (done, finished) = std::sync::mpsc::channel();
@@ -673,11 +645,7 @@ fn arrivals_queued_behind_an_overloaded_worker_count_as_started_and_interrupted(
     let mut plan = open_plan(
         addr,
         "/",
-        OpenArrivals {
-            phases: phases(1, 40_000.0),
-            max_clients: None,
-            grace_period: Duration::ZERO,
-        },
+        Workload::open(phases(1, 40_000.0), None, Duration::ZERO),
     );
     plan.options.threads = Some(1);
     let outcome = run(&plan, &RunControl::default()).unwrap();
@@ -695,19 +663,10 @@ fn idle_paced_clients_at_the_deadline_are_not_interrupted_sessions() {
     let mut plan = open_plan(
         target.addr(),
         "/",
-        OpenArrivals {
-            phases: phases(1, 1.0),
-            max_clients: None,
-            grace_period: Duration::ZERO,
-        },
+        Workload::open(phases(1, 1.0), None, Duration::ZERO),
     );
     // Paced: 100 iterations/s over 20 clients that mostly sleep until their next slot.
-    plan.workload = Workload::ArrivalRate(ArrivalRate {
-        rate_per_second: 100.0,
-        vus: 20,
-        duration: Some(Duration::from_secs(1)),
-        iterations: None,
-    });
+    plan.workload = Workload::paced(100.0, 20, Some(Duration::from_secs(1)), None);
     let outcome = run(&plan, &RunControl::default()).unwrap();
     let s = outcome.metrics.sessions;
     assert_eq!(s.started, s.completed + s.failed + s.interrupted, "{s:?}");

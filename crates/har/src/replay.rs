@@ -8,8 +8,8 @@ use crate::correlate::{split, FlowCorrelation, Piece};
 use crate::recording::{Flow, RecordedRequest, Recording};
 use barrage_plan::{
     Binding, Body, Check, CompareOp, Condition, Extraction, HeaderField, JwtAlgorithm, JwtResign,
-    MetricsSpec, Plan, RecordedArrival, RecordedArrivals, RequestStep, Session, Step, TestOptions,
-    Value, Wait, Workload, PLAN_FORMAT_VERSION,
+    MetricsSpec, Plan, RecordedArrival, RequestStep, Session, Step, TestOptions, Value, Wait,
+    Workload, PLAN_FORMAT_VERSION,
 };
 use std::time::Duration;
 
@@ -115,10 +115,7 @@ pub fn replay_plan(recording: &Recording, options: &ReplayOptions) -> Plan {
             cookies: true,
             ..TestOptions::default()
         },
-        workload: Workload::RecordedArrivals(RecordedArrivals {
-            arrivals,
-            grace_period: REPLAY_GRACE,
-        }),
+        workload: Workload::recorded(arrivals, REPLAY_GRACE),
         tags,
         sessions,
         data_sources: Vec::new(),

@@ -157,7 +157,8 @@ mod tests {
 #[cfg(test)]
 mod plan_tests {
     use super::*;
-    use barrage_plan::Workload;
+    use barrage_plan::{Workload, DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION};
+    use std::time::Duration;
 
     fn plan(options: &str) -> Result<Plan, K6Error> {
         let source = format!(
@@ -173,26 +174,34 @@ mod plan_tests {
         assert_eq!(p.name, "s");
         assert_eq!(p.target.to_string(), "http://127.0.0.1:9");
         assert_eq!(p.options.scripted_body.as_deref(), Some("dir/s.js"));
-        assert_eq!(json["workload"]["model"], "ramping_vus");
-        assert_eq!(json["workload"]["start_vus"], 1);
-        assert_eq!(json["workload"]["stages"][1]["target"], 0);
+        assert_eq!(json["workload"]["admission"]["kind"], "loop");
+        assert_eq!(json["workload"]["schedule"][0]["from"], 1.0);
+        assert_eq!(json["workload"]["schedule"][1]["to"], 0.0);
         assert_eq!(p.metrics.custom[0].name, "took");
         assert_eq!(p.metrics.thresholds.len(), 2);
         let rules = &p.metrics.thresholds[0].rules;
         assert_eq!((rules.len(), rules[1].abort_on_fail), (2, true));
-        assert!(matches!(p.workload, Workload::RampingVus(_)));
-        assert!(matches!(
+        assert!(p.workload.ramps_clients());
+        let grace = DEFAULT_GRACEFUL_STOP;
+        assert_eq!(
             plan("{ vus: 3, duration: '2s' }").unwrap().workload,
-            Workload::ConstantVus(ref c) if c.vus == 3
-        ));
-        assert!(matches!(
+            Workload::constant_vus(3, Duration::from_secs(2), grace)
+        );
+        assert_eq!(
             plan("{ vus: 2, iterations: 9 }").unwrap().workload,
-            Workload::SharedIterations(ref s) if s.iterations == 9 && s.vus == 2
-        ));
-        assert!(matches!(
+            Workload::counted(2, 9, false, DEFAULT_MAX_DURATION, grace)
+        );
+        assert_eq!(
             plan("{ scenarios: { a: { executor: 'constant-arrival-rate', rate: 5, duration: '3s', preAllocatedVUs: 2, maxVUs: 4 } } }").unwrap().workload,
-            Workload::ArrivalPool(ref a) if a.max_vus == 4
-        ));
+            Workload::arrival_rate(
+                5.0,
+                Duration::from_secs(1),
+                &[(Duration::from_secs(3), 5.0)],
+                (2, 4),
+                grace
+            )
+            .unwrap()
+        );
     }
 
     #[test]

@@ -8,10 +8,8 @@
 
 use crate::K6Error;
 use barrage_plan::{
-    limits, parse_duration, ArrivalPool, ConstantVus, MetricDecl, MetricsSpec, PerVuIterations,
-    Plan, RampingVus, RateStage, Session, SharedIterations, Target, TestOptions, Threshold,
-    ThresholdRule, VuStage, Workload, DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION,
-    PLAN_FORMAT_VERSION,
+    limits, parse_duration, MetricDecl, MetricsSpec, Plan, Session, Target, TestOptions, Threshold,
+    ThresholdRule, Workload, DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION, PLAN_FORMAT_VERSION,
 };
 use serde_json::{Map, Value};
 use std::time::Duration;
@@ -122,17 +120,17 @@ fn opt_duration(
     map.get(key).map_or(Ok(default), |v| duration(file, key, v))
 }
 
-fn vu_stages(file: &str, value: &Value) -> Result<Vec<VuStage>, K6Error> {
+fn vu_stages(file: &str, value: &Value) -> Result<Vec<(Duration, u64)>, K6Error> {
     let Value::Array(items) = value else {
         return Err(bad(file, "`stages` must be an array of {duration, target}"));
     };
     items
         .iter()
         .map(|stage| {
-            Ok(VuStage {
-                duration: duration(file, "stages[].duration", &stage["duration"])?,
-                target: count(file, "stages[].target", &stage["target"])?,
-            })
+            Ok((
+                duration(file, "stages[].duration", &stage["duration"])?,
+                count(file, "stages[].target", &stage["target"])?,
+            ))
         })
         .collect()
 }
@@ -175,12 +173,12 @@ fn workload(file: &str, options: &Map<String, Value>) -> Result<Workload, K6Erro
         .transpose()?;
     let graceful_stop = DEFAULT_GRACEFUL_STOP;
     if let Some(stages) = options.get("stages") {
-        return Ok(Workload::RampingVus(RampingVus {
-            start_vus: vus.unwrap_or(1),
-            stages: vu_stages(file, stages)?,
+        return Ok(Workload::ramping_vus(
+            vus.unwrap_or(1),
+            &vu_stages(file, stages)?,
             graceful_stop,
-            graceful_ramp_down: DEFAULT_GRACEFUL_STOP,
-        }));
+            DEFAULT_GRACEFUL_STOP,
+        ));
     }
     let run_for = options
         .get("duration")
@@ -191,17 +189,14 @@ fn workload(file: &str, options: &Map<String, Value>) -> Result<Workload, K6Erro
         .map(|v| count(file, "iterations", v))
         .transpose()?;
     Ok(match (run_for, iterations) {
-        (Some(duration), None) => Workload::ConstantVus(ConstantVus {
-            vus: vus.unwrap_or(1),
-            duration,
+        (Some(duration), None) => Workload::constant_vus(vus.unwrap_or(1), duration, graceful_stop),
+        (run_for, iterations) => Workload::counted(
+            vus.unwrap_or(1),
+            iterations.unwrap_or(1),
+            false,
+            run_for.unwrap_or(DEFAULT_MAX_DURATION),
             graceful_stop,
-        }),
-        (run_for, iterations) => Workload::SharedIterations(SharedIterations {
-            vus: vus.unwrap_or(1),
-            iterations: iterations.unwrap_or(1),
-            max_duration: run_for.unwrap_or(DEFAULT_MAX_DURATION),
-            graceful_stop,
-        }),
+        ),
     })
 }
 
@@ -225,29 +220,24 @@ fn scenario_workload(file: &str, name: &str, s: &Value) -> Result<Workload, K6Er
     let graceful_stop = opt_duration(file, map, "gracefulStop", DEFAULT_GRACEFUL_STOP)?;
     let executor = field("executor").and_then(Value::as_str).unwrap_or("");
     Ok(match executor {
-        "constant-vus" => Workload::ConstantVus(ConstantVus {
-            vus: num("vus", 1)?,
-            duration: duration(file, "duration", field("duration").unwrap_or(&Value::Null))?,
+        "constant-vus" => Workload::constant_vus(
+            num("vus", 1)?,
+            duration(file, "duration", field("duration").unwrap_or(&Value::Null))?,
             graceful_stop,
-        }),
-        "ramping-vus" => Workload::RampingVus(RampingVus {
-            start_vus: num("startVUs", 1)?,
-            stages: vu_stages(file, field("stages").unwrap_or(&Value::Null))?,
+        ),
+        "ramping-vus" => Workload::ramping_vus(
+            num("startVUs", 1)?,
+            &vu_stages(file, field("stages").unwrap_or(&Value::Null))?,
             graceful_stop,
-            graceful_ramp_down: opt_duration(file, map, "gracefulRampDown", DEFAULT_GRACEFUL_STOP)?,
-        }),
-        "shared-iterations" => Workload::SharedIterations(SharedIterations {
-            vus: num("vus", 1)?,
-            iterations: num("iterations", 1)?,
-            max_duration: opt_duration(file, map, "maxDuration", DEFAULT_MAX_DURATION)?,
+            opt_duration(file, map, "gracefulRampDown", DEFAULT_GRACEFUL_STOP)?,
+        ),
+        "shared-iterations" | "per-vu-iterations" => Workload::counted(
+            num("vus", 1)?,
+            num("iterations", 1)?,
+            executor == "per-vu-iterations",
+            opt_duration(file, map, "maxDuration", DEFAULT_MAX_DURATION)?,
             graceful_stop,
-        }),
-        "per-vu-iterations" => Workload::PerVuIterations(PerVuIterations {
-            vus: num("vus", 1)?,
-            iterations_per_vu: num("iterations", 1)?,
-            max_duration: opt_duration(file, map, "maxDuration", DEFAULT_MAX_DURATION)?,
-            graceful_stop,
-        }),
+        ),
         "constant-arrival-rate" | "ramping-arrival-rate" => {
             let time_unit = opt_duration(file, map, "timeUnit", Duration::from_secs(1))?;
             let pre_allocated_vus = num("preAllocatedVUs", 1)?;
@@ -255,13 +245,7 @@ fn scenario_workload(file: &str, name: &str, s: &Value) -> Result<Workload, K6Er
                 let rate = num("rate", 1)? as f64;
                 let run_for =
                     duration(file, "duration", field("duration").unwrap_or(&Value::Null))?;
-                (
-                    rate,
-                    vec![RateStage {
-                        duration: run_for,
-                        target: rate,
-                    }],
-                )
+                (rate, vec![(run_for, rate)])
             } else {
                 let Some(Value::Array(items)) = field("stages") else {
                     return Err(bad(
@@ -272,22 +256,22 @@ fn scenario_workload(file: &str, name: &str, s: &Value) -> Result<Workload, K6Er
                 let stages = items
                     .iter()
                     .map(|st| {
-                        Ok(RateStage {
-                            duration: duration(file, "stages[].duration", &st["duration"])?,
-                            target: count(file, "stages[].target", &st["target"])? as f64,
-                        })
+                        Ok((
+                            duration(file, "stages[].duration", &st["duration"])?,
+                            count(file, "stages[].target", &st["target"])? as f64,
+                        ))
                     })
                     .collect::<Result<Vec<_>, K6Error>>()?;
                 (num("startRate", 0)? as f64, stages)
             };
-            Workload::ArrivalPool(ArrivalPool {
+            Workload::arrival_rate(
                 start_rate,
                 time_unit,
-                stages,
-                pre_allocated_vus,
-                max_vus: num("maxVUs", pre_allocated_vus)?,
+                &stages,
+                (pre_allocated_vus, num("maxVUs", pre_allocated_vus)?),
                 graceful_stop,
-            })
+            )
+            .map_err(|e| bad(file, format_args!("scenario `{name}`: {e}")))?
         }
         other => {
             return Err(bad(

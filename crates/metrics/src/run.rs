@@ -396,9 +396,12 @@ impl RunMetrics {
         );
     }
 
-    /// A request still open when the run ended: sent, never answered, not an error.
-    pub fn record_interrupted(&mut self, tag: usize) {
-        self.tags[tag].errors[ErrorKind::Interrupted.index()] += 1;
+    /// A request still open when the run ended (due to start in `second`): sent, never
+    /// answered, not an error.
+    pub fn record_interrupted(&mut self, tag: usize, second: u64) {
+        let tag = &mut self.tags[tag];
+        tag.errors[ErrorKind::Interrupted.index()] += 1;
+        tag.series.record_interrupted(second);
     }
 
     #[inline]

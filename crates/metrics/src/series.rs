@@ -20,6 +20,10 @@ pub struct SecondBucket {
     /// Errors by kind (serialised as a map of the kinds seen).
     #[serde(with = "errors_by_kind")]
     pub errors_by_kind: [u64; ErrorKind::COUNT],
+    /// Requests still open when the run ended, counted in the second they were due to start
+    /// (not errors, not responses; absent from series written before it existed).
+    #[serde(default)]
+    pub interrupted: u64,
 }
 
 impl SecondBucket {
@@ -36,6 +40,12 @@ impl SecondBucket {
         for (mine, theirs) in self.errors_by_kind.iter_mut().zip(other.errors_by_kind) {
             *mine += theirs;
         }
+        self.interrupted += other.interrupted;
+    }
+
+    /// Whether anything happened to the tag this second: a request ended or was cut off.
+    pub fn is_empty(&self) -> bool {
+        self.responses + self.errors + self.interrupted == 0
     }
 }
 
@@ -126,6 +136,11 @@ impl Series {
         bucket.errors_by_kind[kind.index()] += 1;
     }
 
+    /// A request due to start in `second` that the run's end cut off, never answered.
+    pub fn record_interrupted(&mut self, second: u64) {
+        self.bucket(second).interrupted += 1;
+    }
+
     /// Moves every second `seconds` later: a run that started that much after another,
     /// put on the other's clock. The caller keeps the result within a day.
     pub fn delay(&mut self, seconds: usize) {
@@ -164,6 +179,8 @@ mod tests {
         a.record_response(0, Duration::from_micros(10), 200, 3, 5);
         b.record_response(2, Duration::from_micros(30), 503, 4, 7);
         b.record_error(0, ErrorKind::Timeout, 3);
+        b.record_interrupted(2);
+        a.record_interrupted(2);
         a.merge(&b);
         assert_eq!(a.seconds.len(), 3);
         assert_eq!((a.seconds[0].responses, a.seconds[0].errors), (1, 1));
@@ -173,6 +190,8 @@ mod tests {
         assert_eq!(a.seconds[1], SecondBucket::default());
         assert_eq!(a.seconds[2].latency_max_us, 30);
         assert_eq!(a.seconds[2].status_classes, [0, 0, 0, 0, 1]);
+        assert_eq!(a.seconds[2].interrupted, 2);
+        assert_eq!(a.seconds[2].errors, 0);
     }
 
     #[test]
@@ -185,7 +204,15 @@ mod tests {
             json["seconds"][0]["errors_by_kind"],
             serde_json::json!({"refused": 2})
         );
-        let back: Series = serde_json::from_value(json).unwrap();
+        let back: Series = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back, s);
+        // A series written before `interrupted` existed still reads, as none.
+        let mut old = json;
+        old["seconds"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("interrupted");
+        let back: Series = serde_json::from_value(old).unwrap();
         assert_eq!(back, s);
     }
 }

@@ -27,7 +27,7 @@ pub use protocol::{
     ResponseLimits, TlsOptions, TlsVersion,
 };
 pub use redact::{redact_url, Redaction, REDACTED, SENSITIVE_HEADERS};
-pub use segment::{Segment, SegmentError};
+pub use segment::{Segment, SegmentError, Stripe, Striping};
 pub use session::{
     json_shape, walk_steps, walk_steps_mut, Binding, Body, BodyCoding, Check, CompareOp, Condition,
     DataSource, Extraction, Extractor, HeaderField, JsonTemplate, JwtAlgorithm, JwtResign, Method,
@@ -41,21 +41,15 @@ pub use thresholds::{
     MetricsSpec, ResponseTiming, SampleInput, StatusFilter, Threshold, ThresholdRule,
     BUILTIN_METRICS,
 };
-pub use vus::{
-    ArrivalPool, ConstantVus, PerVuIterations, RampingVus, RateStage, SharedIterations, VuStage,
-    DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION,
-};
-pub use workload::{
-    ArrivalPhase, ArrivalRate, ClosedVus, OpenArrivals, RecordedArrival, RecordedArrivals,
-    Workload, WorkloadError,
-};
+pub use vus::{VuStage, DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION};
+pub use workload::{Admission, Bound, Grace, RecordedArrival, Workload, WorkloadError};
 pub use workload_ops::{OverrideError, VuOverride};
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Version of the plan format; bumped when a serialised plan would be read differently.
-pub const PLAN_FORMAT_VERSION: u32 = 1;
+pub const PLAN_FORMAT_VERSION: u32 = 2;
 
 /// A complete, executable description of a load test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,14 +104,6 @@ pub struct TestOptions {
     /// Response body and header limits.
     #[serde(default, skip_serializing_if = "ResponseLimits::is_default")]
     pub limits: ResponseLimits,
-    /// How long running iterations may go on after a stop (Ctrl-C, SIGTERM, SIGHUP,
-    /// `abortOnFail`); `None`: the workload's graceful stop, or 30 s when it names none.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "duration_ms::option"
-    )]
-    pub stop_grace: Option<Duration>,
     /// Follow 3xx responses with a `Location` up to this many hops per request (0: the 3xx is
     /// the response). Each hop is a request of its own, timed and counted like any other.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -169,7 +155,6 @@ impl Default for TestOptions {
             http2: Http2Options::default(),
             connections: ConnectionOptions::default(),
             limits: ResponseLimits::default(),
-            stop_grace: None,
             max_redirects: 0,
             too_many_redirects_is_error: false,
             cookies: false,
@@ -215,11 +200,20 @@ impl Header {
 
 impl Plan {
     /// How long running iterations may go on after a graceful stop (Ctrl-C, SIGTERM,
-    /// abortOnFail): the plan's `stop_grace` when set (quick's `--grace`), else the workload's.
+    /// abortOnFail): the workload's grace on a stop (quick's `--grace`, k6's
+    /// `gracefulStop`, the open model's grace period).
     pub fn stop_grace(&self) -> Duration {
-        self.options
-            .stop_grace
-            .unwrap_or_else(|| self.workload.stop_grace())
+        self.workload.stop_grace()
+    }
+
+    /// The arrivals per second this process plans over time: the workload's arrival schedule
+    /// times its segment's fraction (merged segments add up to the test). The one source of
+    /// the runner's planned-arrivals figure and the HTML report's planned line.
+    pub fn planned_arrivals(&self) -> Option<Stages> {
+        let fraction = self.options.segment.as_ref().map_or(1.0, Segment::fraction);
+        self.workload
+            .arrival_schedule()
+            .map(|schedule| schedule.scale(fraction))
     }
 
     fn step_problem(&self, session: &str, step: &Step) -> Result<(), PlanError> {
@@ -297,12 +291,8 @@ impl Plan {
             return Err(PlanError::ZeroTimeout);
         }
         self.workload.validate()?;
-        if let Workload::RecordedArrivals(recorded) = &self.workload {
-            if let Some(arrival) = recorded
-                .arrivals
-                .iter()
-                .find(|a| a.session >= self.sessions.len())
-            {
+        if let Admission::Recorded { arrivals } = &self.workload.admission {
+            if let Some(arrival) = arrivals.iter().find(|a| a.session >= self.sessions.len()) {
                 return Err(PlanError::UnknownSession(arrival.session));
             }
         }
@@ -383,11 +373,7 @@ mod tests {
             name: "t".into(),
             target: Target::parse("http://127.0.0.1:8080").unwrap(),
             options: TestOptions::default(),
-            workload: Workload::ClosedVus(ClosedVus {
-                vus: 2,
-                duration: None,
-                iterations: Some(10),
-            }),
+            workload: Workload::closed(2, None, Some(10)),
             tags: vec!["GET /".into()],
             sessions: vec![Session {
                 name: "s".into(),
@@ -410,6 +396,25 @@ mod tests {
             },
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn planned_arrivals_are_the_segments_share_of_the_arrival_schedule() {
+        let mut plan = one_request_plan();
+        assert_eq!(
+            plan.planned_arrivals(),
+            None,
+            "a closed model plans no arrivals"
+        );
+        plan.workload = Workload::open(
+            Stages::from_targets(10.0, [(Duration::from_secs(10), 30.0)]),
+            None,
+            Duration::ZERO,
+        );
+        assert_eq!(plan.planned_arrivals().unwrap().total(), 200.0);
+        plan.options.segment = Segment::from_k6("1/2:3/4", Some("0,1/2,3/4,1")).ok();
+        assert_eq!(plan.planned_arrivals().unwrap().total(), 50.0);
+        assert_eq!(plan.stop_grace(), Duration::ZERO);
     }
 
     #[test]

@@ -120,11 +120,7 @@ mod tests {
             name: "p".into(),
             target: crate::Target::parse("http://127.0.0.1").unwrap(),
             options: Default::default(),
-            workload: crate::Workload::ClosedVus(crate::ClosedVus {
-                vus: 1,
-                duration: None,
-                iterations: Some(1),
-            }),
+            workload: crate::Workload::closed(1, None, Some(1)),
             tags: vec!["t".into()],
             sessions: vec![],
             data_sources: vec![],

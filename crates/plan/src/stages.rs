@@ -2,12 +2,14 @@
 //! one [`Stages`] when something needs their value at a time, their integral, a cut at a time
 //! limit or a scale — one implementation instead of one per stage type.
 
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// One linear piece: the value goes from `from` to `to` over `duration` (a jump between
 /// pieces is allowed: arrival phases may start at a rate the previous one did not end at).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Piece {
+    #[serde(with = "crate::duration_ms")]
     pub duration: Duration,
     pub from: f64,
     pub to: f64,
@@ -31,7 +33,8 @@ impl Piece {
 }
 
 /// A schedule of values over time (per second, per VU ...), piece after piece from time 0.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct Stages {
     pub pieces: Vec<Piece>,
 }
@@ -54,6 +57,22 @@ impl Stages {
             })
             .collect();
         Self { pieces }
+    }
+
+    /// One value that holds for ever (a schedule of zero length: [`Stages::value_at`] holds
+    /// the last value past the end). The schedule of a count-bounded workload.
+    pub fn constant(value: f64) -> Self {
+        Self::new(vec![Piece {
+            duration: Duration::ZERO,
+            from: value,
+            to: value,
+        }])
+    }
+
+    /// Whether the value never changes.
+    pub fn is_constant(&self) -> bool {
+        self.pieces.windows(2).all(|w| w[0].to == w[1].from)
+            && self.pieces.iter().all(|p| p.from == p.to)
     }
 
     /// When the schedule ends.
@@ -99,6 +118,34 @@ impl Stages {
         area
     }
 
+    /// When the area under the schedule reaches `k` (iteration `k` of a rate, from 0, is due
+    /// then: evenly spaced at a constant rate, like k6). Past the end the last value holds, so
+    /// a count-bounded constant rate is `k / rate`; `None` when the rate never gets there.
+    pub fn time_of(&self, k: f64) -> Option<Duration> {
+        let mut left = k;
+        let mut start = 0.0;
+        for piece in &self.pieces {
+            let length = piece.duration.as_secs_f64();
+            let in_piece = (piece.from + piece.to) / 2.0 * length;
+            if left < in_piece {
+                // Solve from * t + slope / 2 * t^2 = left for t in [0, length).
+                let slope = (piece.to - piece.from) / length;
+                let t = if slope.abs() < 1e-12 {
+                    left / piece.from
+                } else {
+                    let disc = (piece.from * piece.from + 2.0 * slope * left).max(0.0);
+                    (disc.sqrt() - piece.from) / slope
+                };
+                return Some(Duration::from_secs_f64(start + t.clamp(0.0, length)));
+            }
+            left -= in_piece;
+            start += length;
+        }
+        let held = self.pieces.last()?.to;
+        (held > 0.0 && (start + left / held).is_finite())
+            .then(|| Duration::from_secs_f64(start + left / held))
+    }
+
     /// The largest value the schedule reaches.
     pub fn peak(&self) -> f64 {
         self.pieces
@@ -107,8 +154,9 @@ impl Stages {
             .fold(0.0, f64::max)
     }
 
-    /// The schedule cut to end at `limit`: a piece cut short ends at the value it had
-    /// reached, so everything before the cut is unchanged.
+    /// The one way to cap the stages at a time limit, for every workload model: the schedule
+    /// cut to end at `limit`, a piece cut short ending at the value it had reached,
+    /// so everything before the cut is unchanged.
     pub fn cap_at(&self, limit: Duration) -> Stages {
         let mut kept = Vec::new();
         let mut start = Duration::ZERO;
@@ -219,6 +267,28 @@ mod tests {
         assert_eq!(s.cap_at(secs(60)), s);
         assert_eq!(s.scale(0.5).total(), 100.0);
         assert_eq!(s.scale(0.5).end(), secs(20));
+    }
+
+    #[test]
+    fn iteration_times_invert_the_area() {
+        // A constant 10/s for 4 s: evenly spaced, none at the end; a held rate goes on.
+        let constant = Stages::from_targets(10.0, [(secs(4), 10.0)]);
+        assert_eq!(constant.time_of(0.0), Some(Duration::ZERO));
+        assert_eq!(constant.time_of(3.0), Some(Duration::from_millis(300)));
+        assert_eq!(constant.time_of(40.0), Some(secs(4)));
+        assert_eq!(
+            Stages::constant(100.0).time_of(50.0),
+            Some(Duration::from_millis(500))
+        );
+        // 0 to 100/s over 10 s: N(t) = 5 t², so iteration 125 is due at 5 s.
+        let ramp = Stages::from_targets(0.0, [(secs(10), 100.0)]);
+        let at = ramp.time_of(125.0).unwrap().as_secs_f64();
+        assert!((at - 5.0).abs() < 1e-9, "{at}");
+        // A rate that ends at zero never reaches the next one.
+        let down = Stages::from_targets(10.0, [(secs(2), 0.0)]);
+        assert_eq!(down.time_of(10.0), None);
+        assert!(down.time_of(9.0).is_some());
+        assert!(!ramp.is_constant() && constant.is_constant());
     }
 
     #[test]

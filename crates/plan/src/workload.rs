@@ -1,148 +1,112 @@
-//! Workload models: how many clients run, when they start, and when the test ends.
+//! The workload model, one for every front end: a schedule (a level over time) × an admission
+//! (how iterations start against it) × a bound (when the test ends) × a grace (how running
+//! iterations end). hey's flags, the StormForger DSL, k6 options and `--vus`-style overrides
+//! all compile into it through the constructors here.
 
-use crate::vus::{
-    check_stages, ArrivalPool, ConstantVus, PerVuIterations, RampingVus, SharedIterations,
-};
+use crate::stages::Stages;
+use crate::vus::DEFAULT_GRACEFUL_STOP;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// How load is generated over time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "model", rename_all = "snake_case")]
-pub enum Workload {
-    /// Closed model: `vus` virtual users each run sessions back to back; the next iteration
-    /// starts when the previous one ends.
-    ClosedVus(ClosedVus),
-    /// Paced (open-loop) model: iterations are scheduled at a constant rate independently of
-    /// responses and served by a pool of `vus` clients; latency counts from the scheduled
-    /// start, so a slow target cannot hide its slowness by slowing the generator down.
-    ArrivalRate(ArrivalRate),
-    /// Open model: new clients arrive as a Poisson process whose rate follows the phases;
-    /// each runs one session to its end on its own connection, independent of the others.
-    OpenArrivals(OpenArrivals),
-    /// k6 `constant-vus`: VUs loop over iterations for a duration.
-    ConstantVus(ConstantVus),
-    /// k6 `ramping-vus`: the VU count follows stages.
-    RampingVus(RampingVus),
-    /// k6 `shared-iterations`: VUs share an iteration count.
-    SharedIterations(SharedIterations),
-    /// k6 `per-vu-iterations`: each VU runs a fixed number of iterations.
-    PerVuIterations(PerVuIterations),
-    /// k6 `constant-arrival-rate` / `ramping-arrival-rate`: iterations start at a rate,
-    /// served by a pool of VUs; those due while the pool is exhausted are dropped.
-    ArrivalPool(ArrivalPool),
-    /// Replay of a recording: one client per arrival, at the recorded offset, running the
-    /// session the arrival names (`barrage replay`).
-    RecordedArrivals(RecordedArrivals),
+pub struct Workload {
+    /// The level over time: the number of clients ([`Admission::Loop`]) or iterations started
+    /// per second (every other admission). Past its end the last value holds; a time-bounded
+    /// workload ends with it.
+    pub schedule: Stages,
+    pub admission: Admission,
+    pub bound: Bound,
+    pub grace: Grace,
 }
 
-/// Arrivals at fixed offsets, each running a named session once on its own connection.
+/// How iterations start against the schedule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RecordedArrivals {
-    /// In order of their offsets.
-    pub arrivals: Vec<RecordedArrival>,
-    /// After the last arrival, how long running sessions may take to finish.
-    #[serde(with = "crate::duration_ms")]
-    pub grace_period: Duration,
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Admission {
+    /// Closed model: the schedule's number of clients each run iterations back to back; a
+    /// client above a falling target finishes within the grace's `ramp_down`.
+    Loop,
+    /// Paced (open-loop): iteration `k` is due when the schedule's area reaches `k`, served
+    /// by `clients` fixed clients; a client still busy starts late and latency counts from
+    /// the due time, so a slow target cannot slow the generator down unseen.
+    Paced { clients: u64 },
+    /// Iterations due on the schedule start on an idle client of a pool that grows from
+    /// `pre_allocated` to `max`; one due while the pool is full and busy is dropped (k6's
+    /// arrival-rate executors). `time_unit` is the unit the rate was written in (display).
+    GrowAndDrop {
+        pre_allocated: u64,
+        max: u64,
+        #[serde(with = "crate::duration_ms")]
+        time_unit: Duration,
+    },
+    /// Open model: clients arrive as a Poisson process at the schedule's rate; each runs one
+    /// session on its own connection; arrivals beyond `max_clients` running are dropped.
+    PerArrival { max_clients: Option<u64> },
+    /// Replay of a recording (`barrage replay`): one client per arrival, at its recorded
+    /// offset, running the session it names; the schedule spans the arrivals.
+    Recorded { arrivals: Vec<RecordedArrival> },
 }
 
+/// One recorded arrival: a client starting `session` (an index into the plan's sessions)
+/// `offset` after the start of the run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RecordedArrival {
-    /// From the start of the run.
     #[serde(with = "crate::duration_ms")]
     pub offset: Duration,
-    /// Index into the plan's sessions.
     pub session: usize,
 }
 
-impl RecordedArrivals {
-    /// When arrivals stop: just after the last one (so it is still inside the run).
-    pub fn arrivals_end(&self) -> Duration {
-        self.arrivals.last().map_or(Duration::ZERO, |a| a.offset) + Duration::from_millis(1)
-    }
-
-    fn validate(&self) -> Result<(), WorkloadError> {
-        if self.arrivals.is_empty() {
-            return Err(WorkloadError::NoArrivals);
-        }
-        if self.arrivals.windows(2).any(|w| w[1].offset < w[0].offset) {
-            return Err(WorkloadError::UnorderedArrivals);
-        }
-        Ok(())
-    }
-}
-
-/// One phase of an open workload: `rate` clients per second for `duration`, ramped linearly
-/// to `ramp_to` by the phase's end when given.
+/// When new iterations stop.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ArrivalPhase {
-    #[serde(with = "crate::duration_ms")]
-    pub duration: Duration,
-    pub rate: f64,
-    pub ramp_to: Option<f64>,
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Bound {
+    /// While the schedule runs.
+    Duration,
+    /// After `count` iterations — in all, shared by the clients, or each client's own — and
+    /// at `max_duration` at the latest.
+    Iterations {
+        count: u64,
+        per_client: bool,
+        #[serde(with = "crate::duration_ms::option")]
+        max_duration: Option<Duration>,
+    },
 }
 
-impl ArrivalPhase {
-    pub fn new(duration: Duration, rate: f64, ramp_to: Option<f64>) -> Self {
+/// How running iterations end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Grace {
+    /// After the last start, running iterations may finish within this long, then count as
+    /// interrupted (k6 `gracefulStop`, the open model's grace period; zero: a hard stop).
+    #[serde(with = "crate::duration_ms")]
+    pub end: Duration,
+    /// A client above a falling client target finishes its iteration within this long.
+    #[serde(with = "crate::duration_ms")]
+    pub ramp_down: Duration,
+    /// On a stop request (Ctrl-C, SIGTERM, `abortOnFail`); `None`: the same as `end`.
+    #[serde(with = "crate::duration_ms::option")]
+    pub stop: Option<Duration>,
+}
+
+impl Grace {
+    /// k6's: `gracefulStop` at the end and on a stop, `gracefulRampDown` for ramps.
+    pub fn k6(graceful_stop: Duration, ramp_down: Duration) -> Self {
         Self {
-            duration,
-            rate,
-            ramp_to,
+            end: graceful_stop,
+            ramp_down,
+            stop: None,
         }
     }
 
-    /// The phase as a piece of a schedule.
-    pub fn piece(&self) -> crate::Piece {
-        crate::Piece {
-            duration: self.duration,
-            from: self.rate,
-            to: self.ramp_to.unwrap_or(self.rate),
+    /// hey's: a hard stop at the end; a stop request still lets requests in flight finish
+    /// within k6's default (each is bounded by the request timeout anyway).
+    pub fn hard() -> Self {
+        Self {
+            end: Duration::ZERO,
+            ramp_down: Duration::ZERO,
+            stop: Some(DEFAULT_GRACEFUL_STOP),
         }
     }
-
-    /// The arrival rate `offset` into this phase.
-    pub fn rate_at(&self, offset: Duration) -> f64 {
-        self.piece().value_at(offset)
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OpenArrivals {
-    pub phases: Vec<ArrivalPhase>,
-    /// Clients allowed to run at once; arrivals beyond it are counted as dropped.
-    pub max_clients: Option<u64>,
-    /// After the last arrival, how long running sessions may take to finish before they are
-    /// stopped and counted as interrupted.
-    #[serde(with = "crate::duration_ms")]
-    pub grace_period: Duration,
-}
-
-impl OpenArrivals {
-    /// When arrivals stop, from the start of the run.
-    pub fn arrivals_end(&self) -> Duration {
-        self.phases.iter().map(|p| p.duration).sum()
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClosedVus {
-    pub vus: u64,
-    /// Stop after this long (wins over `iterations`).
-    #[serde(with = "crate::duration_ms::option")]
-    pub duration: Option<Duration>,
-    /// Stop after this many iterations in total, shared by all VUs.
-    pub iterations: Option<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ArrivalRate {
-    /// Iterations started per second, over the whole run.
-    pub rate_per_second: f64,
-    /// Clients (each with its own connection) that serve the scheduled iterations.
-    pub vus: u64,
-    #[serde(with = "crate::duration_ms::option")]
-    pub duration: Option<Duration>,
-    pub iterations: Option<u64>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -179,218 +143,349 @@ pub enum WorkloadError {
     NoPeak,
 }
 
+/// Constructors: what each front end's words mean in the model.
+impl Workload {
+    /// hey `-c` with `-z` (wins) or `-n`: clients loop back to back, a hard stop at the end.
+    pub fn closed(vus: u64, duration: Option<Duration>, iterations: Option<u64>) -> Self {
+        let (schedule, bound) = match (duration, iterations) {
+            (None, Some(count)) => (Stages::constant(vus as f64), shared(count, None)),
+            (Some(d), _) => (
+                Stages::from_targets(vus as f64, [(d, vus as f64)]),
+                Bound::Duration,
+            ),
+            // Neither: no schedule, which `validate` refuses as unbounded.
+            (None, None) => (Stages::default(), Bound::Duration),
+        };
+        Self {
+            schedule,
+            admission: Admission::Loop,
+            bound,
+            grace: Grace::hard(),
+        }
+    }
+
+    /// hey `-q` (times `-c`): iterations paced at `rate` per second, served by `clients`.
+    pub fn paced(
+        rate: f64,
+        clients: u64,
+        duration: Option<Duration>,
+        iterations: Option<u64>,
+    ) -> Self {
+        let (schedule, bound) = match (duration, iterations) {
+            (None, Some(count)) => (Stages::constant(rate), shared(count, None)),
+            (Some(d), _) => (Stages::from_targets(rate, [(d, rate)]), Bound::Duration),
+            (None, None) => (Stages::default(), Bound::Duration),
+        };
+        Self {
+            schedule,
+            admission: Admission::Paced { clients },
+            bound,
+            grace: Grace::hard(),
+        }
+    }
+
+    /// The open model: Poisson arrivals following `phases` (arrivals per second).
+    pub fn open(phases: Stages, max_clients: Option<u64>, grace_period: Duration) -> Self {
+        Self {
+            schedule: phases,
+            admission: Admission::PerArrival { max_clients },
+            bound: Bound::Duration,
+            grace: Grace::k6(grace_period, Duration::ZERO),
+        }
+    }
+
+    /// k6 `constant-vus`.
+    pub fn constant_vus(vus: u64, duration: Duration, graceful_stop: Duration) -> Self {
+        Self::ramping_vus(vus, &[(duration, vus)], graceful_stop, graceful_stop)
+    }
+
+    /// k6 `ramping-vus`: from `start` VUs, linearly to each stage's target.
+    pub fn ramping_vus(
+        start: u64,
+        stages: &[(Duration, u64)],
+        graceful_stop: Duration,
+        graceful_ramp_down: Duration,
+    ) -> Self {
+        Self {
+            schedule: Stages::from_targets(
+                start as f64,
+                stages.iter().map(|&(d, target)| (d, target as f64)),
+            ),
+            admission: Admission::Loop,
+            bound: Bound::Duration,
+            grace: Grace::k6(graceful_stop, graceful_ramp_down),
+        }
+    }
+
+    /// k6 `shared-iterations` (`per_client` false) and `per-vu-iterations` (true).
+    pub fn counted(
+        vus: u64,
+        count: u64,
+        per_client: bool,
+        max_duration: Duration,
+        graceful_stop: Duration,
+    ) -> Self {
+        Self {
+            schedule: Stages::constant(vus as f64),
+            admission: Admission::Loop,
+            bound: Bound::Iterations {
+                count,
+                per_client,
+                max_duration: Some(max_duration),
+            },
+            grace: Grace::k6(graceful_stop, graceful_stop),
+        }
+    }
+
+    /// k6 `constant-arrival-rate` / `ramping-arrival-rate`: rates per `time_unit`.
+    pub fn arrival_rate(
+        start_rate: f64,
+        time_unit: Duration,
+        stages: &[(Duration, f64)],
+        pool: (u64, u64),
+        graceful_stop: Duration,
+    ) -> Result<Self, WorkloadError> {
+        if time_unit.is_zero() {
+            return Err(WorkloadError::ZeroTimeUnit);
+        }
+        let (pre_allocated, max) = pool;
+        Ok(Self {
+            schedule: Stages::from_targets(start_rate, stages.iter().copied())
+                .scale(1.0 / time_unit.as_secs_f64()),
+            admission: Admission::GrowAndDrop {
+                pre_allocated,
+                max,
+                time_unit,
+            },
+            bound: Bound::Duration,
+            grace: Grace::k6(graceful_stop, graceful_stop),
+        })
+    }
+}
+
+impl Workload {
+    /// A replay of recorded arrivals (in order of their offsets), with a grace period after
+    /// the last.
+    pub fn recorded(arrivals: Vec<RecordedArrival>, grace_period: Duration) -> Self {
+        Self {
+            schedule: recorded_schedule(&arrivals),
+            admission: Admission::Recorded { arrivals },
+            bound: Bound::Duration,
+            grace: Grace::k6(grace_period, Duration::ZERO),
+        }
+    }
+}
+
+/// The schedule of recorded arrivals: their mean rate until just after the last one (so it
+/// is still inside the run).
+pub(crate) fn recorded_schedule(arrivals: &[RecordedArrival]) -> Stages {
+    let end = arrivals.last().map_or(Duration::ZERO, |a| a.offset) + Duration::from_millis(1);
+    let rate = arrivals.len() as f64 / end.as_secs_f64();
+    Stages::from_targets(rate, [(end, rate)])
+}
+
+fn shared(count: u64, max_duration: Option<Duration>) -> Bound {
+    Bound::Iterations {
+        count,
+        per_client: false,
+        max_duration,
+    }
+}
+
 impl Workload {
     pub fn validate(&self) -> Result<(), WorkloadError> {
-        let (vus, duration, iterations) = match self {
-            Workload::ClosedVus(c) => (c.vus, c.duration, c.iterations),
-            Workload::ArrivalRate(a) => {
-                if !(a.rate_per_second.is_finite() && a.rate_per_second > 0.0) {
-                    return Err(WorkloadError::BadRate(a.rate_per_second));
-                }
-                (a.vus, a.duration, a.iterations)
+        let open = matches!(self.admission, Admission::PerArrival { .. });
+        let recorded = matches!(self.admission, Admission::Recorded { .. });
+        if self.bound == Bound::Duration && !recorded {
+            self.validate_pieces(open)?;
+        }
+        if let Bound::Iterations {
+            count,
+            max_duration,
+            ..
+        } = self.bound
+        {
+            if count == 0 {
+                return Err(WorkloadError::NoIterations);
             }
-            Workload::OpenArrivals(open) => return open.validate(),
-            Workload::RecordedArrivals(recorded) => return recorded.validate(),
-            Workload::ConstantVus(c) => (c.vus, Some(c.duration), None),
-            Workload::RampingVus(r) => {
-                check_stages(r.stages.iter().map(|s| s.duration))?;
-                if r.peak() == 0 {
-                    return Err(WorkloadError::NoPeak);
-                }
-                (r.peak(), Some(r.end()), None)
+            if max_duration.is_some_and(|d| d.is_zero()) {
+                return Err(WorkloadError::ZeroDuration);
             }
-            Workload::SharedIterations(s) => {
-                if s.iterations == 0 {
-                    return Err(WorkloadError::NoIterations);
+        }
+        match &self.admission {
+            Admission::Recorded { arrivals } => {
+                if arrivals.is_empty() {
+                    return Err(WorkloadError::NoArrivals);
                 }
-                (s.vus, Some(s.max_duration), None)
+                if arrivals.windows(2).any(|w| w[1].offset < w[0].offset) {
+                    return Err(WorkloadError::UnorderedArrivals);
+                }
+                Ok(())
             }
-            Workload::PerVuIterations(p) => {
-                if p.iterations_per_vu == 0 {
-                    return Err(WorkloadError::NoIterations);
+            &Admission::PerArrival { max_clients } => {
+                if max_clients == Some(0) {
+                    return Err(WorkloadError::NoClients);
                 }
-                (p.vus, Some(p.max_duration), None)
+                Ok(())
             }
-            Workload::ArrivalPool(pool) => {
-                check_stages(pool.stages.iter().map(|s| s.duration))?;
-                if pool.time_unit.is_zero() {
-                    return Err(WorkloadError::ZeroTimeUnit);
+            &Admission::Paced { clients } => {
+                let rate = self.schedule.value_at(Duration::ZERO);
+                if !(rate.is_finite() && rate > 0.0) {
+                    return Err(WorkloadError::BadRate(rate));
                 }
-                for rate in
-                    std::iter::once(pool.start_rate).chain(pool.stages.iter().map(|s| s.target))
-                {
-                    if !(rate.is_finite() && rate >= 0.0) {
-                        return Err(WorkloadError::BadRate(rate));
-                    }
+                if clients == 0 {
+                    return Err(WorkloadError::NoVus);
                 }
-                if pool.max_vus < pool.pre_allocated_vus {
+                Ok(())
+            }
+            &Admission::GrowAndDrop {
+                pre_allocated, max, ..
+            } => {
+                if max < pre_allocated {
                     return Err(WorkloadError::PoolTooSmall {
-                        pre: pool.pre_allocated_vus,
-                        max: pool.max_vus,
+                        pre: pre_allocated,
+                        max,
                     });
                 }
-                (pool.max_vus, Some(pool.end()), None)
+                if max == 0 {
+                    return Err(WorkloadError::NoVus);
+                }
+                Ok(())
             }
-        };
-        if vus == 0 {
-            return Err(WorkloadError::NoVus);
-        }
-        match (duration, iterations) {
-            (None, None) => Err(WorkloadError::Unbounded),
-            (Some(d), _) if d.is_zero() => Err(WorkloadError::ZeroDuration),
-            _ => Ok(()),
+            Admission::Loop => match self.vus() {
+                Some(0) if self.schedule.pieces.len() > 1 => Err(WorkloadError::NoPeak),
+                Some(0) => Err(WorkloadError::NoVus),
+                _ => Ok(()),
+            },
         }
     }
 
-    /// Clients that run at the same time, when the model fixes it.
+    /// The pieces of a time-bounded schedule: at least one, each with a positive duration
+    /// and non-negative finite values (named as the front end names them: arrival phases of
+    /// the open model, stages otherwise).
+    fn validate_pieces(&self, open: bool) -> Result<(), WorkloadError> {
+        if self.schedule.pieces.is_empty() {
+            return Err(if open {
+                WorkloadError::NoPhases
+            } else if self.grace.stop.is_some() {
+                // hey's models have no stages: a duration or a count was left out.
+                WorkloadError::Unbounded
+            } else {
+                WorkloadError::NoStages
+            });
+        }
+        let single = self.schedule.pieces.len() == 1 && !open;
+        for (i, piece) in self.schedule.pieces.iter().enumerate() {
+            let bad = |problem: String| {
+                if open {
+                    WorkloadError::BadPhase {
+                        phase: i + 1,
+                        problem,
+                    }
+                } else {
+                    WorkloadError::BadStage {
+                        stage: i + 1,
+                        problem,
+                    }
+                }
+            };
+            if piece.duration.is_zero() {
+                if single {
+                    return Err(WorkloadError::ZeroDuration);
+                }
+                return Err(bad("duration must be greater than zero".into()));
+            }
+            for (name, rate) in [("rate", piece.from), ("rampTo", piece.to)] {
+                if !(rate.is_finite() && rate >= 0.0) {
+                    if !open {
+                        return Err(WorkloadError::BadRate(rate));
+                    }
+                    return Err(bad(format!(
+                        "{name} must be a non-negative number, got {rate}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Clients that run at the same time, when the model fixes it (the peak of a ramp, the
+    /// largest pool).
     pub fn vus(&self) -> Option<u64> {
-        match self {
-            Workload::ClosedVus(c) => Some(c.vus),
-            Workload::ArrivalRate(a) => Some(a.vus),
-            Workload::OpenArrivals(_) | Workload::RecordedArrivals(_) => None,
-            Workload::ConstantVus(c) => Some(c.vus),
-            Workload::RampingVus(r) => Some(r.peak()),
-            Workload::SharedIterations(s) => Some(s.vus),
-            Workload::PerVuIterations(p) => Some(p.vus),
-            Workload::ArrivalPool(pool) => Some(pool.max_vus),
+        match &self.admission {
+            Admission::Loop => Some(self.schedule.peak().floor().max(0.0) as u64),
+            Admission::Paced { clients } => Some(*clients),
+            Admission::GrowAndDrop { max, .. } => Some(*max),
+            Admission::PerArrival { .. } | Admission::Recorded { .. } => None,
         }
     }
 
-    /// The planned duration, if the test is time-bounded: for the open model, the arrival
-    /// phases (the grace period may follow).
+    /// The planned duration, if the test is time-bounded (the grace may follow).
     pub fn duration(&self) -> Option<Duration> {
-        match self {
-            Workload::ClosedVus(c) => c.duration,
-            Workload::ArrivalRate(a) => a.duration,
-            Workload::OpenArrivals(open) => Some(open.arrivals_end()),
-            Workload::RecordedArrivals(recorded) => Some(recorded.arrivals_end()),
-            Workload::ConstantVus(c) => Some(c.duration),
-            Workload::RampingVus(r) => Some(r.end()),
-            Workload::SharedIterations(_) | Workload::PerVuIterations(_) => None,
-            Workload::ArrivalPool(pool) => Some(pool.end()),
+        match self.bound {
+            Bound::Duration => Some(self.schedule.end()),
+            Bound::Iterations { .. } => None,
         }
     }
 
-    /// How long running iterations may go on after the last one started (`gracefulStop`,
-    /// or the open model's grace period).
+    /// How long running iterations may go on after the last one started.
     pub fn graceful_stop(&self) -> Duration {
-        match self {
-            Workload::ClosedVus(_) | Workload::ArrivalRate(_) => Duration::ZERO,
-            Workload::OpenArrivals(open) => open.grace_period,
-            Workload::RecordedArrivals(recorded) => recorded.grace_period,
-            Workload::ConstantVus(c) => c.graceful_stop,
-            Workload::RampingVus(r) => r.graceful_stop,
-            Workload::SharedIterations(s) => s.graceful_stop,
-            Workload::PerVuIterations(p) => p.graceful_stop,
-            Workload::ArrivalPool(pool) => pool.graceful_stop,
-        }
-    }
-
-    /// Shortens the graceful stop (or grace period) to at most `max`.
-    pub fn cap_graceful_stop(&mut self, max: Duration) {
-        let graceful = match self {
-            Workload::ClosedVus(_) | Workload::ArrivalRate(_) => return,
-            Workload::OpenArrivals(open) => &mut open.grace_period,
-            Workload::RecordedArrivals(recorded) => &mut recorded.grace_period,
-            Workload::ConstantVus(c) => &mut c.graceful_stop,
-            Workload::RampingVus(r) => &mut r.graceful_stop,
-            Workload::SharedIterations(s) => &mut s.graceful_stop,
-            Workload::PerVuIterations(p) => &mut p.graceful_stop,
-            Workload::ArrivalPool(pool) => &mut pool.graceful_stop,
-        };
-        *graceful = (*graceful).min(max);
+        self.grace.end
     }
 
     /// When new iterations stop being started, from the start of the run.
     pub fn iterations_end(&self) -> Option<Duration> {
-        match self {
-            Workload::SharedIterations(s) => Some(s.max_duration),
-            Workload::PerVuIterations(p) => Some(p.max_duration),
-            other => other.duration(),
+        match self.bound {
+            Bound::Duration => Some(self.schedule.end()),
+            Bound::Iterations { max_duration, .. } => max_duration,
         }
     }
 
     /// When the run is stopped at the latest, cancelling whatever still runs.
     pub fn hard_stop(&self) -> Option<Duration> {
-        match self {
-            Workload::ClosedVus(_) | Workload::ArrivalRate(_) => self.duration(),
-            other => other
-                .iterations_end()
-                .map(|end| end + other.graceful_stop()),
-        }
+        self.iterations_end().map(|end| end + self.grace.end)
     }
 
-    /// The planned iteration count, if the test is count-bounded and not time-bounded.
+    /// The planned iteration count, if the test is count-bounded.
     pub fn iterations(&self) -> Option<u64> {
-        match self {
-            Workload::ClosedVus(c) if c.duration.is_none() => c.iterations,
-            Workload::ArrivalRate(a) if a.duration.is_none() => a.iterations,
-            Workload::SharedIterations(s) => Some(s.iterations),
-            Workload::PerVuIterations(p) => Some(p.vus.saturating_mul(p.iterations_per_vu)),
-            _ => None,
+        match self.bound {
+            Bound::Duration => None,
+            Bound::Iterations {
+                count, per_client, ..
+            } if per_client => Some(self.vus().unwrap_or(1).saturating_mul(count)),
+            Bound::Iterations { count, .. } => Some(count),
         }
     }
-}
 
-impl OpenArrivals {
-    fn validate(&self) -> Result<(), WorkloadError> {
-        if self.phases.is_empty() {
-            return Err(WorkloadError::NoPhases);
-        }
-        if self.max_clients == Some(0) {
-            return Err(WorkloadError::NoClients);
-        }
-        for (i, phase) in self.phases.iter().enumerate() {
-            let bad = |problem: String| WorkloadError::BadPhase {
-                phase: i + 1,
-                problem,
-            };
-            if phase.duration.is_zero() {
-                return Err(bad("duration must be greater than zero".into()));
-            }
-            for (name, rate) in [("rate", Some(phase.rate)), ("rampTo", phase.ramp_to)] {
-                if let Some(rate) = rate {
-                    if !(rate.is_finite() && rate >= 0.0) {
-                        return Err(bad(format!(
-                            "{name} must be a non-negative number, got {rate}"
-                        )));
-                    }
-                }
-            }
-        }
-        Ok(())
+    /// Whether the VU count follows a ramp (a closed model whose target changes over time).
+    pub fn ramps_clients(&self) -> bool {
+        self.admission == Admission::Loop
+            && self.bound == Bound::Duration
+            && !self.schedule.is_constant()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Piece;
 
     #[test]
     fn unbounded_and_zero_vus_are_rejected() {
-        let w = Workload::ClosedVus(ClosedVus {
-            vus: 1,
-            duration: None,
-            iterations: None,
-        });
-        assert_eq!(w.validate(), Err(WorkloadError::Unbounded));
-        let w = Workload::ClosedVus(ClosedVus {
-            vus: 0,
-            duration: None,
-            iterations: Some(1),
-        });
+        let w = Workload::closed(0, None, Some(1));
         assert_eq!(w.validate(), Err(WorkloadError::NoVus));
+        let w = Workload::closed(1, Some(Duration::ZERO), None);
+        assert_eq!(w.validate(), Err(WorkloadError::ZeroDuration));
+        let w = Workload::closed(1, None, Some(0));
+        assert_eq!(w.validate(), Err(WorkloadError::NoIterations));
+        let w = Workload::closed(1, None, None);
+        assert_eq!(w.validate(), Err(WorkloadError::Unbounded));
     }
 
     #[test]
     fn rate_must_be_positive_and_finite() {
         for rate in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-            let w = Workload::ArrivalRate(ArrivalRate {
-                rate_per_second: rate,
-                vus: 1,
-                duration: Some(Duration::from_secs(1)),
-                iterations: None,
-            });
+            let w = Workload::paced(rate, 1, Some(Duration::from_secs(1)), None);
             assert!(
                 matches!(w.validate(), Err(WorkloadError::BadRate(_))),
                 "{rate}"
@@ -398,16 +493,16 @@ mod tests {
         }
     }
 
-    fn open(phases: Vec<ArrivalPhase>) -> Workload {
-        Workload::OpenArrivals(OpenArrivals {
-            phases,
-            max_clients: None,
-            grace_period: Duration::from_secs(2),
-        })
+    fn open(phases: Vec<Piece>) -> Workload {
+        Workload::open(Stages::new(phases), None, Duration::from_secs(2))
     }
 
-    fn phase(secs: u64, rate: f64, ramp_to: Option<f64>) -> ArrivalPhase {
-        ArrivalPhase::new(Duration::from_secs(secs), rate, ramp_to)
+    fn phase(secs: u64, rate: f64, ramp_to: Option<f64>) -> Piece {
+        Piece {
+            duration: Duration::from_secs(secs),
+            from: rate,
+            to: ramp_to.unwrap_or(rate),
+        }
     }
 
     #[test]
@@ -429,9 +524,8 @@ mod tests {
 
     #[test]
     fn ramps_interpolate_and_stop_times_add_up() {
-        let p = phase(10, 10.0, Some(30.0));
-        assert_eq!(p.rate_at(Duration::from_secs(5)), 20.0);
-        let w = open(vec![p, phase(5, 1.0, None)]);
+        let w = open(vec![phase(10, 10.0, Some(30.0)), phase(5, 1.0, None)]);
+        assert_eq!(w.schedule.value_at(Duration::from_secs(5)), 20.0);
         assert_eq!(w.arrival_schedule().unwrap().total(), 205.0);
         assert_eq!(w.duration(), Some(Duration::from_secs(15)));
         assert_eq!(w.hard_stop(), Some(Duration::from_secs(17)));
@@ -440,12 +534,41 @@ mod tests {
 
     #[test]
     fn duration_wins_over_iterations() {
-        let w = Workload::ClosedVus(ClosedVus {
-            vus: 1,
-            duration: Some(Duration::from_secs(3)),
-            iterations: Some(5),
-        });
+        let w = Workload::closed(1, Some(Duration::from_secs(3)), Some(5));
         assert_eq!(w.iterations(), None);
         assert_eq!(w.duration(), Some(Duration::from_secs(3)));
+        assert_eq!(w.hard_stop(), Some(Duration::from_secs(3)));
+        let w = Workload::closed(4, None, Some(5));
+        assert_eq!(
+            (w.iterations(), w.vus(), w.hard_stop()),
+            (Some(5), Some(4), None)
+        );
+    }
+
+    #[test]
+    fn k6_models_are_one_model() {
+        let stop = Duration::from_secs(30);
+        let ramp = Workload::ramping_vus(0, &[(Duration::from_secs(10), 50)], stop, stop);
+        assert!(ramp.ramps_clients());
+        assert_eq!(ramp.vus(), Some(50));
+        let constant = Workload::constant_vus(3, Duration::from_secs(10), stop);
+        assert!(!constant.ramps_clients());
+        assert_eq!(constant.hard_stop(), Some(Duration::from_secs(40)));
+        let per_vu = Workload::counted(3, 4, true, Duration::from_secs(60), stop);
+        assert_eq!(per_vu.iterations(), Some(12));
+        assert_eq!(per_vu.iterations_end(), Some(Duration::from_secs(60)));
+        let pool = Workload::arrival_rate(
+            10.0,
+            Duration::from_secs(2),
+            &[(Duration::from_secs(4), 10.0)],
+            (1, 1),
+            stop,
+        )
+        .unwrap();
+        assert_eq!(pool.arrival_schedule().unwrap().total(), 20.0);
+        assert_eq!(
+            Workload::arrival_rate(1.0, Duration::ZERO, &[], (1, 1), stop),
+            Err(WorkloadError::ZeroTimeUnit)
+        );
     }
 }

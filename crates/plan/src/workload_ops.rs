@@ -4,11 +4,8 @@
 //! these instead of matching on the models themselves.
 
 use crate::stages::Stages;
-use crate::vus::{
-    ConstantVus, RampingVus, RateStage, SharedIterations, VuStage, DEFAULT_GRACEFUL_STOP,
-    DEFAULT_MAX_DURATION,
-};
-use crate::workload::{ArrivalPhase, Workload};
+use crate::vus::{VuStage, DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION};
+use crate::workload::{Admission, Bound, Workload};
 use std::time::Duration;
 
 /// Why a workload cannot take an override.
@@ -35,47 +32,23 @@ pub struct VuOverride {
     pub iterations: Option<u64>,
 }
 
-fn phases_to_stages(phases: &[ArrivalPhase]) -> Stages {
-    Stages::new(phases.iter().map(ArrivalPhase::piece).collect())
-}
-
-fn stages_to_phases(stages: &Stages) -> Vec<ArrivalPhase> {
-    stages
-        .pieces
-        .iter()
-        .map(|p| ArrivalPhase::new(p.duration, p.from, (p.to != p.from).then_some(p.to)))
-        .collect()
-}
-
 impl Workload {
     /// The planned arrivals per second over time, for the models whose starts follow a
     /// schedule rather than the clients (open arrivals, and the arrival rate served by a
     /// pool): the report's "planned" figures and line.
     pub fn arrival_schedule(&self) -> Option<Stages> {
-        match self {
-            Workload::OpenArrivals(open) => Some(phases_to_stages(&open.phases)),
-            Workload::ArrivalPool(pool) => Some(
-                Stages::from_targets(
-                    pool.start_rate,
-                    pool.stages.iter().map(|s| (s.duration, s.target)),
-                )
-                .scale(1.0 / pool.time_unit.as_secs_f64()),
-            ),
-            _ => None,
+        match &self.admission {
+            Admission::PerArrival { .. } | Admission::GrowAndDrop { .. } => {
+                Some(self.schedule.clone())
+            }
+            Admission::Loop | Admission::Paced { .. } | Admission::Recorded { .. } => None,
         }
     }
 
-    /// The VU target over time of the models that follow one (`ramping-vus`,
-    /// `constant-vus`).
+    /// The VU target over time of the closed models that follow one for a duration.
     pub fn vu_schedule(&self) -> Option<Stages> {
-        match self {
-            Workload::RampingVus(r) => Some(r.schedule()),
-            Workload::ConstantVus(c) => Some(Stages::from_targets(
-                c.vus as f64,
-                [(c.duration, c.vus as f64)],
-            )),
-            _ => None,
-        }
+        (self.admission == Admission::Loop && self.bound == Bound::Duration)
+            .then(|| self.schedule.clone())
     }
 
     /// Multiplies the arrival rate by `factor` (`--rate-factor`).
@@ -83,83 +56,43 @@ impl Workload {
         if !(factor.is_finite() && factor > 0.0) {
             return Err(OverrideError::BadFactor(factor));
         }
-        match self {
-            Workload::OpenArrivals(open) => {
-                open.phases = stages_to_phases(&phases_to_stages(&open.phases).scale(factor))
-            }
-            Workload::ArrivalRate(rate) => rate.rate_per_second *= factor,
-            // Twice the rate is the recording played twice as fast.
-            Workload::RecordedArrivals(recorded) => {
-                for arrival in &mut recorded.arrivals {
-                    arrival.offset = arrival.offset.div_f64(factor);
-                }
-            }
-            Workload::ArrivalPool(pool) => {
-                pool.start_rate *= factor;
-                for stage in &mut pool.stages {
-                    stage.target *= factor;
-                }
-            }
-            Workload::ClosedVus(_)
-            | Workload::ConstantVus(_)
-            | Workload::RampingVus(_)
-            | Workload::SharedIterations(_)
-            | Workload::PerVuIterations(_) => return Err(OverrideError::NotARate),
+        if self.admission == Admission::Loop {
+            return Err(OverrideError::NotARate);
         }
+        if let Admission::Recorded { arrivals } = &mut self.admission {
+            // Twice the rate is the recording played twice as fast.
+            for arrival in arrivals.iter_mut() {
+                arrival.offset = arrival.offset.div_f64(factor);
+            }
+            self.schedule = crate::workload::recorded_schedule(arrivals);
+            return Ok(());
+        }
+        self.schedule = self.schedule.scale(factor);
         Ok(())
     }
 
-    /// Ends the whole test at `limit` (`--duration-limit`): schedules are cut where they
-    /// stand, and sessions still running after the last start get only the time left before
+    /// Ends the whole test at `limit` (`--duration-limit`): the schedule is cut where it
+    /// stands, and sessions still running after the last start get only the time left before
     /// the limit, then count as interrupted.
     pub fn cap_at(&mut self, limit: Duration) -> Result<(), OverrideError> {
         if limit.is_zero() {
             return Err(OverrideError::ZeroLimit);
         }
-        let capped_vus = self.vu_schedule().map(|s| s.cap_at(limit));
-        let cap = |d: &mut Option<Duration>| *d = Some(d.map_or(limit, |d| d.min(limit)));
-        match self {
-            Workload::OpenArrivals(open) => {
-                open.phases = stages_to_phases(&phases_to_stages(&open.phases).cap_at(limit))
+        match &mut self.bound {
+            Bound::Duration => {
+                if let Admission::Recorded { arrivals } = &mut self.admission {
+                    arrivals.retain(|a| a.offset < limit);
+                    self.schedule = crate::workload::recorded_schedule(arrivals);
+                } else {
+                    self.schedule = self.schedule.cap_at(limit);
+                }
             }
-            Workload::RecordedArrivals(recorded) => {
-                recorded.arrivals.retain(|a| a.offset < limit);
-            }
-            Workload::ClosedVus(closed) => cap(&mut closed.duration),
-            Workload::ArrivalRate(rate) => cap(&mut rate.duration),
-            Workload::ConstantVus(c) => c.duration = c.duration.min(limit),
-            Workload::RampingVus(r) => {
-                // A stage cut short ends at the VUs it had reached (rounded down, like the
-                // ramp itself).
-                r.stages = capped_vus
-                    .iter()
-                    .flat_map(|stages| &stages.pieces)
-                    .map(|p| VuStage {
-                        duration: p.duration,
-                        target: p.to.floor().max(0.0) as u64,
-                    })
-                    .collect();
-            }
-            Workload::SharedIterations(s) => s.max_duration = s.max_duration.min(limit),
-            Workload::PerVuIterations(p) => p.max_duration = p.max_duration.min(limit),
-            Workload::ArrivalPool(pool) => {
-                let capped = Stages::from_targets(
-                    pool.start_rate,
-                    pool.stages.iter().map(|s| (s.duration, s.target)),
-                )
-                .cap_at(limit);
-                pool.stages = capped
-                    .pieces
-                    .iter()
-                    .map(|p| RateStage {
-                        duration: p.duration,
-                        target: p.to,
-                    })
-                    .collect();
+            Bound::Iterations { max_duration, .. } => {
+                *max_duration = Some(max_duration.map_or(limit, |d| d.min(limit)))
             }
         }
         let last_start = self.iterations_end().unwrap_or(limit);
-        self.cap_graceful_stop(limit.saturating_sub(last_start));
+        self.grace.end = self.grace.end.min(limit.saturating_sub(last_start));
         Ok(())
     }
 
@@ -168,86 +101,67 @@ impl Workload {
         if *change == VuOverride::default() {
             return Ok(self.clone());
         }
-        let graceful_stop = match self {
-            Workload::OpenArrivals(_)
-            | Workload::RecordedArrivals(_)
-            | Workload::ClosedVus(_)
-            | Workload::ArrivalRate(_) => DEFAULT_GRACEFUL_STOP,
-            other => other.graceful_stop(),
+        // k6's own models keep their graceful stop; hey's and the open model name none.
+        let k6_loop = self.admission == Admission::Loop && self.grace.stop.is_none();
+        let keeps_grace = k6_loop || matches!(self.admission, Admission::GrowAndDrop { .. });
+        let graceful_stop = if keeps_grace {
+            self.grace.end
+        } else {
+            DEFAULT_GRACEFUL_STOP
         };
-        let plan_vus = match self {
-            Workload::OpenArrivals(_)
-            | Workload::RecordedArrivals(_)
-            | Workload::ArrivalPool(_)
-            | Workload::ArrivalRate(_) => None,
-            other => other.vus(),
-        };
+        let plan_vus = (self.admission == Admission::Loop)
+            .then(|| self.vus())
+            .flatten();
         let vus = change.vus.or(plan_vus).unwrap_or(1);
         Ok(if let Some(stages) = &change.stages {
-            Workload::RampingVus(RampingVus {
-                // k6's default: one VU from the start.
-                start_vus: 1,
-                stages: stages.clone(),
-                graceful_stop,
-                graceful_ramp_down: match self {
-                    Workload::RampingVus(r) => r.graceful_ramp_down,
-                    _ => DEFAULT_GRACEFUL_STOP,
-                },
-            })
+            let stages: Vec<(Duration, u64)> =
+                stages.iter().map(|s| (s.duration, s.target)).collect();
+            let ramp_down = if self.ramps_clients() && k6_loop {
+                self.grace.ramp_down
+            } else {
+                DEFAULT_GRACEFUL_STOP
+            };
+            // k6's default: one VU from the start.
+            Workload::ramping_vus(1, &stages, graceful_stop, ramp_down)
         } else if let Some(iterations) = change.iterations {
-            Workload::SharedIterations(SharedIterations {
+            Workload::counted(
                 vus,
                 iterations,
-                max_duration: change.duration.unwrap_or(DEFAULT_MAX_DURATION),
+                false,
+                change.duration.unwrap_or(DEFAULT_MAX_DURATION),
                 graceful_stop,
-            })
+            )
         } else {
             let duration = change
                 .duration
                 .or_else(|| self.duration())
                 .ok_or(OverrideError::NoDuration)?;
-            Workload::ConstantVus(ConstantVus {
-                vus,
-                duration,
-                graceful_stop,
-            })
+            Workload::constant_vus(vus, duration, graceful_stop)
         })
     }
 
     /// How long running iterations may go on after a graceful stop (Ctrl-C, `abortOnFail`):
-    /// the workload's `gracefulStop` (or grace period); quick's models name none, so their
-    /// in-flight requests get k6's default (each is bounded by the request timeout anyway).
+    /// the grace's stop, else its end (k6's `gracefulStop`, the open model's grace period).
     pub fn stop_grace(&self) -> Duration {
-        match self {
-            Workload::ClosedVus(_) | Workload::ArrivalRate(_) => DEFAULT_GRACEFUL_STOP,
-            other => other.graceful_stop(),
-        }
+        self.grace.stop.unwrap_or(self.grace.end)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vus::{ArrivalPool, RampingVus};
-    use crate::workload::OpenArrivals;
+    use crate::Piece;
 
-    fn phase(secs: u64, rate: f64, ramp_to: Option<f64>) -> ArrivalPhase {
-        ArrivalPhase::new(Duration::from_secs(secs), rate, ramp_to)
-    }
-
-    fn open(phases: Vec<ArrivalPhase>) -> Workload {
-        Workload::OpenArrivals(OpenArrivals {
-            phases,
-            max_clients: None,
-            grace_period: Duration::from_secs(10),
-        })
-    }
-
-    fn phases(w: &Workload) -> Vec<ArrivalPhase> {
-        match w {
-            Workload::OpenArrivals(open) => open.phases.clone(),
-            other => panic!("{other:?}"),
+    fn phase(secs: u64, rate: f64, ramp_to: Option<f64>) -> Piece {
+        Piece {
+            duration: Duration::from_secs(secs),
+            from: rate,
+            to: ramp_to.unwrap_or(rate),
         }
+    }
+
+    fn open(phases: Vec<Piece>) -> Workload {
+        Workload::open(Stages::new(phases), None, Duration::from_secs(10))
     }
 
     #[test]
@@ -258,14 +172,14 @@ mod tests {
             w.cap_at(Duration::from_secs(secs)).unwrap();
             w
         };
-        assert_eq!(phases(&capped(5)), vec![phase(5, 10.0, Some(15.0))]);
+        assert_eq!(capped(5).schedule.pieces, vec![phase(5, 10.0, Some(15.0))]);
         assert_eq!(
-            phases(&capped(15)),
-            vec![all[0].clone(), phase(5, 5.0, None)]
+            capped(15).schedule.pieces,
+            vec![all[0], phase(5, 5.0, None)]
         );
         // Past the arrivals, the grace period is what is left of the limit.
         let w = capped(60);
-        assert_eq!(phases(&w), all);
+        assert_eq!(w.schedule.pieces, all);
         assert_eq!(w.graceful_stop(), Duration::from_secs(10));
         assert_eq!(capped(25).graceful_stop(), Duration::from_secs(5));
         assert_eq!(capped(5).graceful_stop(), Duration::ZERO);
@@ -276,75 +190,79 @@ mod tests {
     }
 
     #[test]
-    fn a_limit_cuts_vu_and_rate_stages_where_they_stand() {
-        let mut w = Workload::RampingVus(RampingVus {
-            start_vus: 0,
-            stages: vec![
-                VuStage {
-                    duration: Duration::from_secs(10),
-                    target: 50,
-                },
-                VuStage {
-                    duration: Duration::from_secs(10),
-                    target: 50,
-                },
-            ],
-            graceful_stop: Duration::ZERO,
-            graceful_ramp_down: Duration::ZERO,
-        });
-        w.cap_at(Duration::from_secs(4)).unwrap();
-        let Workload::RampingVus(r) = &w else {
-            unreachable!()
-        };
-        assert_eq!(
-            r.stages,
-            vec![VuStage {
-                duration: Duration::from_secs(4),
-                target: 20
-            }]
-        );
-        let mut pool =
-            ArrivalPool::constant(0.0, Duration::from_secs(1), Duration::from_secs(10), 1, 1);
-        pool.stages[0].target = 100.0;
-        let mut w = Workload::ArrivalPool(pool);
-        w.cap_at(Duration::from_secs(5)).unwrap();
-        let Workload::ArrivalPool(pool) = &w else {
-            unreachable!()
-        };
-        assert_eq!(
-            pool.stages,
-            vec![RateStage {
-                duration: Duration::from_secs(5),
-                target: 50.0
-            }]
-        );
+    fn a_limit_cuts_vu_and_rate_stages_and_counts_where_they_stand() {
+        let none = Duration::ZERO;
+        let secs = Duration::from_secs;
+        let mut w = Workload::ramping_vus(0, &[(secs(10), 50), (secs(10), 50)], none, none);
+        w.cap_at(secs(4)).unwrap();
+        assert_eq!(w.schedule, Stages::from_targets(0.0, [(secs(4), 20.0)]));
+        let mut w =
+            Workload::arrival_rate(0.0, secs(1), &[(secs(10), 100.0)], (1, 1), none).unwrap();
+        w.cap_at(secs(5)).unwrap();
+        assert_eq!(w.schedule, Stages::from_targets(0.0, [(secs(5), 50.0)]));
+        // A count-bounded run also stops at the limit, whichever comes first.
+        let mut w = Workload::closed(2, None, Some(100));
+        w.cap_at(secs(3)).unwrap();
+        assert_eq!((w.iterations(), w.hard_stop()), (Some(100), Some(secs(3))));
     }
 
     #[test]
     fn rate_factors_scale_every_arrival_model_and_refuse_vus() {
         let mut w = open(vec![phase(10, 10.0, Some(20.0))]);
         w.scale_rate(0.5).unwrap();
-        assert_eq!(phases(&w), vec![phase(10, 5.0, Some(10.0))]);
+        assert_eq!(w.schedule.pieces, vec![phase(10, 5.0, Some(10.0))]);
         assert_eq!(w.arrival_schedule().unwrap().total(), 75.0);
-        let mut pool = Workload::ArrivalPool(ArrivalPool::constant(
+        let mut pool = Workload::arrival_rate(
             20.0,
             Duration::from_secs(2),
-            Duration::from_secs(10),
-            1,
-            1,
-        ));
+            &[(Duration::from_secs(10), 20.0)],
+            (1, 1),
+            Duration::ZERO,
+        )
+        .unwrap();
         assert_eq!(pool.arrival_schedule().unwrap().total(), 100.0);
         pool.scale_rate(2.0).unwrap();
         assert_eq!(pool.arrival_schedule().unwrap().total(), 200.0);
+        let mut paced = Workload::paced(10.0, 1, Some(Duration::from_secs(1)), None);
+        paced.scale_rate(3.0).unwrap();
+        assert_eq!(paced.schedule.value_at(Duration::ZERO), 30.0);
         for bad in [0.0, -1.0, f64::NAN] {
             assert!(w.scale_rate(bad).is_err());
         }
-        let mut vus = Workload::ConstantVus(crate::ConstantVus {
-            vus: 2,
-            duration: Duration::from_secs(1),
-            graceful_stop: Duration::ZERO,
-        });
+        let mut vus = Workload::constant_vus(2, Duration::from_secs(1), Duration::ZERO);
         assert_eq!(vus.scale_rate(2.0), Err(OverrideError::NotARate));
         assert_eq!(vus.vu_schedule().unwrap().value_at(Duration::ZERO), 2.0);
+    }
+
+    #[test]
+    fn vu_overrides_replace_the_model_and_keep_k6_graces() {
+        let secs = Duration::from_secs;
+        let k6 = Workload::constant_vus(5, secs(10), secs(7));
+        let w = k6
+            .with_vus(&VuOverride {
+                iterations: Some(9),
+                ..VuOverride::default()
+            })
+            .unwrap();
+        assert_eq!(
+            w,
+            Workload::counted(5, 9, false, DEFAULT_MAX_DURATION, secs(7))
+        );
+        let hey = Workload::closed(3, Some(secs(4)), None);
+        let w = hey
+            .with_vus(&VuOverride {
+                vus: Some(8),
+                ..VuOverride::default()
+            })
+            .unwrap();
+        assert_eq!(w, Workload::constant_vus(8, secs(4), DEFAULT_GRACEFUL_STOP));
+        let counted = Workload::closed(3, None, Some(4));
+        assert_eq!(
+            counted.with_vus(&VuOverride {
+                vus: Some(1),
+                ..VuOverride::default()
+            }),
+            Err(OverrideError::NoDuration)
+        );
     }
 }

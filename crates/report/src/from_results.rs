@@ -2,15 +2,13 @@
 //! because the run itself renders through here from the results it is about to write.
 
 use crate::{render_hey, render_run, PlannedArrivals, RunInfo, Summary, ThresholdResult};
-use barrage_plan::{Aggregation, Plan};
+use barrage_plan::Aggregation;
 use barrage_results::{ResultsFile, RunMeta};
 
 /// The run facts a `Summary` needs, from the results file's metadata; the thresholds come
 /// from the plan it holds, and are evaluated again on the stored metrics.
 pub fn run_info(meta: &RunMeta, trend_stats: &[Aggregation]) -> RunInfo {
-    let thresholds = serde_json::from_value::<Plan>(meta.plan.clone())
-        .map(|plan| plan.metrics.thresholds)
-        .unwrap_or_default();
+    let thresholds = meta.plan.metrics.thresholds.clone();
     RunInfo {
         name: meta.name.clone(),
         target: meta.target.clone(),

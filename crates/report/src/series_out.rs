@@ -6,7 +6,7 @@ use barrage_metrics::{ErrorKind, RunMetrics, SecondBucket};
 use serde_json::{json, Map, Value};
 use std::fmt::Write;
 
-const CSV_HEADER: &str = "second,tag,requests,responses,errors,status_1xx,status_2xx,status_3xx,status_4xx,status_5xx,bytes_sent,bytes_received,mean_latency_ms,max_latency_ms";
+const CSV_HEADER: &str = "second,tag,requests,responses,errors,status_1xx,status_2xx,status_3xx,status_4xx,status_5xx,bytes_sent,bytes_received,mean_latency_ms,max_latency_ms,interrupted";
 
 /// A CSV field, quoted when it needs to be.
 fn csv_field(text: &str) -> String {
@@ -40,13 +40,13 @@ pub fn render_csv(summary: &Summary) -> String {
             let Some(b) = tag.per_second.get(second) else {
                 continue;
             };
-            if b.responses + b.errors == 0 {
+            if b.is_empty() {
                 continue;
             }
             let c = b.status_classes;
             let _ = writeln!(
                 out,
-                "{second},{},{},{},{},{},{},{},{},{},{},{},{:.3},{:.3}",
+                "{second},{},{},{},{},{},{},{},{},{},{},{},{:.3},{:.3},{}",
                 csv_field(&tag.tag),
                 b.responses + b.errors,
                 b.responses,
@@ -59,7 +59,8 @@ pub fn render_csv(summary: &Summary) -> String {
                 b.bytes_sent,
                 b.bytes_received,
                 mean_ms(b),
-                b.latency_max_us as f64 / 1000.0
+                b.latency_max_us as f64 / 1000.0,
+                b.interrupted
             );
         }
     }
@@ -82,6 +83,7 @@ fn bucket_json(b: &SecondBucket) -> Value {
         "bytes_received": b.bytes_received,
         "mean_latency_ms": mean_ms(b),
         "max_latency_ms": b.latency_max_us as f64 / 1000.0,
+        "interrupted": b.interrupted,
     })
 }
 
@@ -93,7 +95,7 @@ pub fn ndjson_line(metrics: &RunMetrics, tags: &[String], second: usize) -> Stri
         let Some(b) = tag.series.seconds.get(second) else {
             continue;
         };
-        if b.responses + b.errors == 0 {
+        if b.is_empty() {
             continue;
         }
         total.merge(b);
@@ -123,6 +125,22 @@ mod tests {
             "{csv}"
         );
         assert_eq!(csv_field("a,b"), "\"a,b\"");
+    }
+
+    #[test]
+    fn requests_cut_off_at_the_end_show_in_their_second() {
+        let (info, mut metrics) = crate::summary::tests::sample();
+        // A second with nothing but requests the end cut off still gets its row and line.
+        metrics.record_interrupted(0, 2);
+        metrics.record_interrupted(0, 2);
+        let csv = render_csv(&Summary::new(&info, &metrics));
+        let last = csv.lines().last().unwrap();
+        assert!(last.starts_with("2,GET /,0,0,0,"), "{csv}");
+        assert!(last.ends_with(",2"), "{csv}");
+        let v: Value = serde_json::from_str(&ndjson_line(&metrics, &info.tags, 2)).unwrap();
+        assert_eq!(v["interrupted"], 2);
+        assert_eq!(v["tags"]["GET /"]["interrupted"], 2);
+        assert_eq!(v["errors"], 0);
     }
 
     #[test]

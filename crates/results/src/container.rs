@@ -6,7 +6,7 @@ use crate::ResultsError;
 /// The first eight bytes of every results file.
 pub const MAGIC: &[u8; 8] = b"BRRESULT";
 /// The format version this build writes and reads.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
 /// The kind of the section that closes the file.
 pub const END: [u8; 4] = *b"END ";
 const HEADER_LEN: usize = 12;
@@ -62,6 +62,9 @@ pub fn read(data: &[u8]) -> Result<Vec<Section<'_>>, ResultsError> {
         return Err(ResultsError::Truncated("the header".into()));
     }
     let version = u16::from_le_bytes([data[8], data[9]]);
+    if version < FORMAT_VERSION {
+        return Err(ResultsError::OlderVersion(version));
+    }
     if version != FORMAT_VERSION {
         return Err(ResultsError::UnsupportedVersion(version));
     }

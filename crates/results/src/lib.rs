@@ -35,6 +35,10 @@ pub enum ResultsError {
         "results format version {0} is not supported (this barrage reads version {FORMAT_VERSION})"
     )]
     UnsupportedVersion(u16),
+    #[error(
+        "results format version {0} was written by an older barrage, whose plan this one cannot read; report it with that barrage, or run the test again"
+    )]
+    OlderVersion(u16),
     #[error("truncated: the file ends inside {0}")]
     Truncated(String),
     #[error("corrupt section {section}: {reason}")]
@@ -62,8 +66,9 @@ pub struct RunMeta {
     pub name: String,
     pub target: String,
     pub barrage_version: String,
-    /// The plan as run (after overrides), as `barrage plan` prints it.
-    pub plan: serde_json::Value,
+    /// The plan as run (after overrides and redaction), typed: a reader that cannot read it
+    /// refuses the file rather than guessing.
+    pub plan: barrage_plan::Plan,
     /// The definition file, when the run had one.
     #[serde(default)]
     pub script: Option<String>,
@@ -197,6 +202,7 @@ const THRESHOLDS: [u8; 4] = *b"THRS";
 const SELF_CHECK: [u8; 4] = *b"SELF";
 const ACTIVE: [u8; 4] = *b"ACTV";
 const EXTRA: [u8; 4] = *b"XMET";
+const INTERRUPTED: [u8; 4] = *b"INTR";
 const STATUS_LATENCY: [u8; 4] = *b"STLT";
 
 fn corrupt(section: &str, reason: impl std::fmt::Display) -> ResultsError {
@@ -215,6 +221,10 @@ impl ResultsFile {
             (CHECKS, json(&self.metrics.checks)),
             (SESSIONS, metrics_codec::encode_sessions(&self.metrics)),
             (EXTRA, extra_codec::encode_extra(&self.metrics)),
+            (
+                INTERRUPTED,
+                metrics_codec::encode_interrupted(&self.metrics),
+            ),
         ];
         if let Some(by_status) = extra_codec::encode_status_latency(&self.metrics) {
             sections.push((STATUS_LATENCY, by_status));
@@ -240,6 +250,7 @@ impl ResultsFile {
         let mut self_check = None;
         let mut active_clients = None;
         let mut extra = None;
+        let mut interrupted = None;
         let mut status_latency = None;
         for section in container::read(data)? {
             match section.kind {
@@ -280,6 +291,7 @@ impl ResultsFile {
                     )
                 }
                 EXTRA => extra = Some(section.payload),
+                INTERRUPTED => interrupted = Some(section.payload),
                 STATUS_LATENCY => status_latency = Some(section.payload),
                 _ => {} // a later version's section: skipped
             }
@@ -290,6 +302,11 @@ impl ResultsFile {
         }
         let series = series.ok_or(ResultsError::Missing("SERI"))?;
         metrics_codec::decode_series(series, &mut metrics).map_err(|e| corrupt("SERI", e))?;
+        // Files written before INTR have no per-second count of requests cut off by the end.
+        if let Some(interrupted) = interrupted {
+            metrics_codec::decode_interrupted(interrupted, &mut metrics)
+                .map_err(|e| corrupt("INTR", e))?;
+        }
         metrics.checks = checks.ok_or(ResultsError::Missing("CHKS"))?;
         metrics.sessions_per_second = sessions.sessions_per_second;
         if let Some(extra) = extra {

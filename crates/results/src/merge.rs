@@ -167,22 +167,15 @@ fn finish_meta(merged: &mut ResultsFile, parts: &[ResultsFile], names: &[String]
 /// The plan a segment ran, without what belongs to its machine rather than to the test: its
 /// segment, and the source addresses it spread its connections over (`--local-addrs`; each
 /// generator has its own). What every segment of one test shares.
-fn plan_of_test(file: &ResultsFile) -> serde_json::Value {
+fn plan_of_test(file: &ResultsFile) -> barrage_plan::Plan {
     let mut plan = file.meta.plan.clone();
     without_machine_options(&mut plan);
     plan
 }
 
-fn without_machine_options(plan: &mut serde_json::Value) {
-    if let Some(options) = plan.get_mut("options").and_then(|o| o.as_object_mut()) {
-        options.remove("segment");
-        if let Some(connections) = options
-            .get_mut("connections")
-            .and_then(|c| c.as_object_mut())
-        {
-            connections.remove("local_addrs");
-        }
-    }
+fn without_machine_options(plan: &mut barrage_plan::Plan) {
+    plan.options.segment = None;
+    plan.options.connections.local_addrs.clear();
 }
 
 /// Segments merge only with segments of the same test: the same plan, the same number of
@@ -211,6 +204,21 @@ fn check_segments(parts: &[ResultsFile], names: &[String]) -> Result<(), Results
                 segment.count,
                 name(first),
                 reference.unwrap_or(0)
+            )));
+        }
+        let points = |p: &ResultsFile| {
+            p.meta
+                .plan
+                .options
+                .segment
+                .as_ref()
+                .map(|s| s.points.clone())
+        };
+        if points(part) != points(&parts[first]) {
+            return Err(ResultsError::Incompatible(format!(
+                "{} and {} are segments of different sequences (--execution-segment-sequence)",
+                name(i),
+                name(first)
             )));
         }
         if plan_of_test(part) != plan {

@@ -149,9 +149,27 @@ pub fn encode_series(metrics: &RunMetrics) -> Vec<u8> {
     e.bytes
 }
 
-/// Reads SERI into the tags TOTL created.
-pub fn decode_series(payload: &[u8], metrics: &mut RunMetrics) -> DecodeResult<()> {
-    let mut d = Decoder::new(payload);
+/// INTR: per tag, the seconds up to the last with a request the run's end cut off (by its
+/// intended start), and each second's count.
+pub fn encode_interrupted(metrics: &RunMetrics) -> Vec<u8> {
+    let mut e = Encoder::default();
+    e.varint(metrics.tags.len() as u64);
+    for tag in &metrics.tags {
+        let seconds = &tag.series.seconds;
+        let used = seconds
+            .iter()
+            .rposition(|b| b.interrupted > 0)
+            .map_or(0, |last| last + 1);
+        e.varint(used as u64);
+        for b in &seconds[..used] {
+            e.varint(b.interrupted);
+        }
+    }
+    e.bytes
+}
+
+/// Reads a per-tag section's tag count, which must be the one TOTL gave.
+fn expect_tags(d: &mut Decoder<'_>, metrics: &RunMetrics) -> DecodeResult<()> {
     let tags = d.count()?;
     if tags != metrics.tags.len() {
         return Err(format!(
@@ -159,6 +177,30 @@ pub fn decode_series(payload: &[u8], metrics: &mut RunMetrics) -> DecodeResult<(
             metrics.tags.len()
         ));
     }
+    Ok(())
+}
+
+/// Reads INTR into the series SERI filled.
+pub fn decode_interrupted(payload: &[u8], metrics: &mut RunMetrics) -> DecodeResult<()> {
+    let mut d = Decoder::new(payload);
+    expect_tags(&mut d, metrics)?;
+    for tag in &mut metrics.tags {
+        let seconds = d.count()?;
+        let series = &mut tag.series.seconds;
+        if series.len() < seconds {
+            series.resize(seconds, SecondBucket::default());
+        }
+        for bucket in &mut series[..seconds] {
+            bucket.interrupted = d.varint()?;
+        }
+    }
+    d.finish()
+}
+
+/// Reads SERI into the tags TOTL created.
+pub fn decode_series(payload: &[u8], metrics: &mut RunMetrics) -> DecodeResult<()> {
+    let mut d = Decoder::new(payload);
+    expect_tags(&mut d, metrics)?;
     for tag in &mut metrics.tags {
         let seconds = d.count()?;
         let mut buckets = Vec::with_capacity(seconds);

@@ -41,13 +41,32 @@ fn record(metrics: &mut RunMetrics, i: u64, per_second: u64) {
     });
 }
 
+fn sample_plan() -> barrage_plan::Plan {
+    use barrage_plan::*;
+    Plan {
+        format_version: PLAN_FORMAT_VERSION,
+        name: "sample".into(),
+        target: Target::parse("http://127.0.0.1:1").unwrap(),
+        options: TestOptions::default(),
+        workload: Workload::open(
+            Stages::from_targets(1.0, [(Duration::from_secs(10), 1.0)]),
+            None,
+            Duration::ZERO,
+        ),
+        tags: vec!["tag0".into()],
+        sessions: vec![],
+        data_sources: vec![],
+        metrics: MetricsSpec::default(),
+    }
+}
+
 fn meta(tags: usize) -> RunMeta {
     RunMeta {
         command: "run".into(),
         name: "sample".into(),
         target: "http://127.0.0.1:1".into(),
         barrage_version: "0.1.0".into(),
-        plan: serde_json::json!({"name": "sample"}),
+        plan: sample_plan(),
         script: Some("sample.js".into()),
         overrides: BTreeMap::from([("seed".to_string(), "7".to_string())]),
         seed: Some(7),
@@ -79,6 +98,9 @@ fn sample(requests: u64, per_second: u64) -> ResultsFile {
         metrics.record_session_start(second);
     }
     metrics.record_session_dropped(3);
+    // Requests the run's end cut off, one in a second past every response (the INTR section).
+    metrics.record_interrupted(1, 40);
+    metrics.record_interrupted(0, 1);
     // What closed models, the self-check, TLS and custom metrics add (the XMET section).
     metrics.connections_tls = 3;
     metrics.connections_h2 = 2;
@@ -166,6 +188,31 @@ fn a_file_reads_back_to_the_same_bytes_and_figures() {
         extra_codec::encode_extra(&file.metrics)
     );
     assert_eq!(back.to_bytes(), bytes);
+}
+
+#[test]
+fn requests_cut_off_at_the_end_keep_their_second_and_old_files_still_read() {
+    let file = sample(2_000, 1_000);
+    let bytes = file.to_bytes();
+    let back = ResultsFile::from_bytes(&bytes).unwrap();
+    assert_eq!(back.metrics.tags[1].series.seconds[40].interrupted, 1);
+    assert_eq!(back.metrics.tags[0].series.seconds[1].interrupted, 1);
+    assert_eq!(back.metrics.series().seconds.len(), 41);
+    // A file from before INTR: the same figures, no per-second interrupted counts.
+    let old: Vec<_> = container::read(&bytes)
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.kind != INTERRUPTED)
+        .map(|s| (s.kind, s.payload.to_vec()))
+        .collect();
+    let old = ResultsFile::from_bytes(&container::write(&old)).unwrap();
+    assert_eq!(old.metrics.tags[1].interrupted(), 1);
+    assert!(old
+        .metrics
+        .tags
+        .iter()
+        .all(|t| t.series.seconds.iter().all(|b| b.interrupted == 0)));
+    assert_eq!(old.metrics.tags[1].latency, file.metrics.tags[1].latency);
 }
 
 #[test]
@@ -293,14 +340,11 @@ fn merged_seconds_are_wall_clock_seconds() {
 /// Segment `index` of 2 of one test, run from `local_addrs` against `target`.
 fn segment_part(index: u64, local_addrs: &str, target: &str) -> ResultsFile {
     let mut part = offset_part(index, &[3], 1_000, &[1]);
-    part.meta.plan = serde_json::json!({
-        "name": "sample",
-        "target": target,
-        "options": {
-            "segment": {"index": index, "count": 2},
-            "connections": {"model": "per-client", "local_addrs": [local_addrs]}
-        }
-    });
+    let mut plan = sample_plan();
+    plan.target = barrage_plan::Target::parse(target).unwrap();
+    plan.options.segment = Some(barrage_plan::Segment::equal(index, 2));
+    plan.options.connections.local_addrs = vec![local_addrs.parse().unwrap()];
+    part.meta.plan = plan;
     part.meta.segment = Some(SegmentRun {
         index,
         count: 2,
@@ -319,13 +363,9 @@ fn segments_from_their_own_source_addresses_are_one_test() {
     ];
     let merged = merge(&parts, &["a".into(), "b".into()]).unwrap();
     assert_eq!(merged.metrics.tags[0].responses(), 6);
-    let options = &merged.meta.plan["options"];
-    assert!(options.get("segment").is_none(), "{options}");
-    assert!(
-        options["connections"].get("local_addrs").is_none(),
-        "{options}"
-    );
-    assert_eq!(options["connections"]["model"], "per-client");
+    let options = &merged.meta.plan.options;
+    assert_eq!(options.segment, None, "{options:?}");
+    assert!(options.connections.local_addrs.is_empty(), "{options:?}");
     // Another target is another test.
     let other = [
         segment_part(0, "127.10.0.1", "http://127.0.0.1:1"),
@@ -416,8 +456,19 @@ fn damaged_files_give_one_line_never_a_panic() {
     let e = ResultsFile::from_bytes(&newer).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "results format version 9 is not supported (this barrage reads version 1)"
+        "results format version 9 is not supported (this barrage reads version 2)"
     );
+    // A file of the previous format (plan stored untyped) is refused in one line.
+    let mut older = bytes.clone();
+    older[8] = 1;
+    let e = ResultsFile::from_bytes(&older).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "results format version 1 was written by an older barrage, whose plan this one cannot read; report it with that barrage, or run the test again"
+    );
+    // The plan comes back typed, as it was written.
+    let back = ResultsFile::from_bytes(&bytes).unwrap();
+    assert_eq!(back.meta.plan, sample_plan());
 }
 
 #[test]

@@ -9,8 +9,8 @@ use crate::jsval::{Args, JsVal};
 use crate::steps::{SessionBuilder, Tags};
 use crate::ScriptError;
 use barrage_plan::{
-    limits, ArrivalPhase, Credentials, DataSource, Header, OpenArrivals, Plan, Session, Target,
-    TestOptions, Workload, PLAN_FORMAT_VERSION,
+    limits, Credentials, DataSource, Header, Piece, Plan, Session, Stages, Target, TestOptions,
+    Workload, PLAN_FORMAT_VERSION,
 };
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -42,7 +42,7 @@ const MAX_CLIENTS: i64 = limits::MAX_CLIENTS as i64;
 #[derive(Default)]
 struct Definition {
     target: Option<(Target, Location)>,
-    phases: Option<(Vec<ArrivalPhase>, Location)>,
+    phases: Option<(Vec<Piece>, Location)>,
     virtual_users: Option<(Workload, Location)>,
     options: TestOptions,
     max_clients: Option<u64>,
@@ -400,10 +400,10 @@ impl Definition {
                 Some((_, v)) if !v.is_missing() => Some(p.rate(v, "rampTo")?),
                 _ => None,
             };
-            phases.push(ArrivalPhase {
+            phases.push(Piece {
                 duration,
-                rate,
-                ramp_to,
+                from: rate,
+                to: ramp_to.unwrap_or(rate),
             });
         }
         self.phases = Some((phases, call.loc.clone()));
@@ -542,11 +542,11 @@ impl Definition {
                     format!("`definition.setVirtualUsers`: the definition already has arrival phases (`definition.setArrivalPhases` at {phases_at}); use one workload model, arrival phases or virtual users"),
                 ));
             }
-            (Some((phases, _)), None) => Workload::OpenArrivals(OpenArrivals {
-                phases,
-                max_clients: self.max_clients.or(self.phase_max_clients),
-                grace_period: self.grace_period.unwrap_or(DEFAULT_GRACE_PERIOD),
-            }),
+            (Some((phases, _)), None) => Workload::open(
+                Stages::new(phases),
+                self.max_clients.or(self.phase_max_clients),
+                self.grace_period.unwrap_or(DEFAULT_GRACE_PERIOD),
+            ),
             (None, Some((workload, _))) => workload,
             (None, None) => {
                 return Err(ScriptError::dsl(

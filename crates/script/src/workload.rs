@@ -4,10 +4,7 @@
 
 use crate::jsval::{Args, JsVal};
 use crate::ScriptError;
-use barrage_plan::{
-    ArrivalPool, ConstantVus, PerVuIterations, RampingVus, RateStage, SharedIterations, VuStage,
-    Workload, DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION,
-};
+use barrage_plan::{Workload, DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION};
 use std::time::Duration;
 
 const KEYS: &[&str] = &[
@@ -95,7 +92,7 @@ pub(crate) fn virtual_users(value: &JsVal, a: &Args) -> Result<Workload, ScriptE
                 "`maxVUs` ({max}) must be at least `preAllocatedVUs` ({pre})"
             )));
         }
-        let mut pool = if has("stages") {
+        let (start, stages, max) = if has("stages") {
             allow_only(
                 arrival,
                 &[
@@ -114,17 +111,7 @@ pub(crate) fn virtual_users(value: &JsVal, a: &Args) -> Result<Workload, ScriptE
             let stages = stages(get("stages").expect("has stages"), a, |v, s| {
                 s.rate(v, "target")
             })?;
-            ArrivalPool {
-                start_rate: start,
-                time_unit,
-                stages: stages
-                    .into_iter()
-                    .map(|(duration, target)| RateStage { duration, target })
-                    .collect(),
-                pre_allocated_vus: pre,
-                max_vus: max,
-                graceful_stop,
-            }
+            (start, stages, max)
         } else {
             allow_only(
                 arrival,
@@ -148,13 +135,13 @@ pub(crate) fn virtual_users(value: &JsVal, a: &Args) -> Result<Workload, ScriptE
                 duration("duration")?.ok_or_else(|| required("duration", arrival))?,
                 "duration",
             )?;
-            ArrivalPool::constant(rate, time_unit, length, pre, max)
+            (rate, vec![(length, rate)], max.max(pre))
         };
         if max == 0 {
             return Err(a.err("`maxVUs` must be at least 1"));
         }
-        pool.graceful_stop = graceful_stop;
-        return Ok(Workload::ArrivalPool(pool));
+        return Workload::arrival_rate(start, time_unit, &stages, (pre, max), graceful_stop)
+            .map_err(|e| a.err(e));
     }
     if has("stages") {
         allow_only(
@@ -164,20 +151,17 @@ pub(crate) fn virtual_users(value: &JsVal, a: &Args) -> Result<Workload, ScriptE
         let stages = stages(get("stages").expect("has stages"), a, |v, s| {
             s.integer(v, "target", 0, MAX_VUS).map(|n| n as u64)
         })?;
-        let ramp = RampingVus {
+        let ramp = Workload::ramping_vus(
             // k6's default: one VU from the start.
-            start_vus: count("startVUs", 0)?.unwrap_or(1),
-            stages: stages
-                .into_iter()
-                .map(|(duration, target)| VuStage { duration, target })
-                .collect(),
+            count("startVUs", 0)?.unwrap_or(1),
+            &stages,
             graceful_stop,
-            graceful_ramp_down: duration("gracefulRampDown")?.unwrap_or(DEFAULT_GRACEFUL_STOP),
-        };
-        if ramp.peak() == 0 {
+            duration("gracefulRampDown")?.unwrap_or(DEFAULT_GRACEFUL_STOP),
+        );
+        if ramp.vus() == Some(0) {
             return Err(a.err("the stages never ask for a virtual user (every target is 0)"));
         }
-        return Ok(Workload::RampingVus(ramp));
+        return Ok(ramp);
     }
     let vus = count("vus", 1)?;
     if has("iterations") {
@@ -185,38 +169,40 @@ pub(crate) fn virtual_users(value: &JsVal, a: &Args) -> Result<Workload, ScriptE
             "shared iterations",
             &["vus", "iterations", "maxDuration", "gracefulStop"],
         )?;
-        return Ok(Workload::SharedIterations(SharedIterations {
-            vus: vus.unwrap_or(1),
-            iterations: count("iterations", 1)?.expect("has iterations"),
-            max_duration: positive(
+        return Ok(Workload::counted(
+            vus.unwrap_or(1),
+            count("iterations", 1)?.expect("has iterations"),
+            false,
+            positive(
                 duration("maxDuration")?.unwrap_or(DEFAULT_MAX_DURATION),
                 "maxDuration",
             )?,
             graceful_stop,
-        }));
+        ));
     }
     if has("iterationsPerVU") {
         allow_only(
             "per-VU iterations",
             &["vus", "iterationsPerVU", "maxDuration", "gracefulStop"],
         )?;
-        return Ok(Workload::PerVuIterations(PerVuIterations {
-            vus: vus.unwrap_or(1),
-            iterations_per_vu: count("iterationsPerVU", 1)?.expect("has iterationsPerVU"),
-            max_duration: positive(
+        return Ok(Workload::counted(
+            vus.unwrap_or(1),
+            count("iterationsPerVU", 1)?.expect("has iterationsPerVU"),
+            true,
+            positive(
                 duration("maxDuration")?.unwrap_or(DEFAULT_MAX_DURATION),
                 "maxDuration",
             )?,
             graceful_stop,
-        }));
+        ));
     }
     if has("duration") {
         allow_only("constant VUs", &["vus", "duration", "gracefulStop"])?;
-        return Ok(Workload::ConstantVus(ConstantVus {
-            vus: vus.unwrap_or(1),
-            duration: positive(duration("duration")?.expect("has duration"), "duration")?,
+        return Ok(Workload::constant_vus(
+            vus.unwrap_or(1),
+            positive(duration("duration")?.expect("has duration"), "duration")?,
             graceful_stop,
-        }));
+        ));
     }
     Err(a.err(format_args!(
         "cannot tell the workload model: use one of {FORMS}"

@@ -4,7 +4,9 @@
 #[path = "scripts/stormforger.rs"]
 mod stormforger;
 
-use barrage_plan::{Binding, Step, Value, Workload};
+use barrage_plan::{
+    Admission, Binding, Step, Value, Workload, DEFAULT_GRACEFUL_STOP, DEFAULT_MAX_DURATION,
+};
 use barrage_script::{compile_file, compile_source, ScriptError};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -62,11 +64,15 @@ fn heartbeat_plan_has_the_expected_shape() {
     assert_eq!(plan.tags, vec!["get_token", "ping"]);
     assert_eq!(plan.data_sources.len(), 1);
     assert_eq!(plan.data_sources[0].columns, vec!["id", "name"]);
-    let Workload::OpenArrivals(open) = &plan.workload else {
-        panic!("{:?}", plan.workload)
-    };
-    assert_eq!(open.phases[0].duration, Duration::from_secs(10));
-    assert_eq!(open.grace_period, Duration::from_secs(30));
+    assert!(matches!(
+        plan.workload.admission,
+        Admission::PerArrival { .. }
+    ));
+    assert_eq!(
+        plan.workload.schedule.pieces[0].duration,
+        Duration::from_secs(10)
+    );
+    assert_eq!(plan.workload.grace.end, Duration::from_secs(30));
     let steps = &plan.sessions[0].steps;
     assert!(matches!(
         &steps[0],
@@ -475,52 +481,57 @@ fn closed_fixture_matches_its_snapshot() {
     snapshot("closed");
 }
 
-/// The workload a `setVirtualUsers(form)` definition compiles to, as JSON.
-fn virtual_users(form: &str) -> serde_json::Value {
+/// The workload a `setVirtualUsers(form)` definition compiles to.
+fn virtual_users(form: &str) -> Workload {
     let source = format!(
         "definition.setTarget('http://localhost:8080');\ndefinition.setVirtualUsers({form});\ndefinition.session('s', function (session) {{ session.get('/'); }});\n"
     );
-    let plan = compile_source(&source, "vus.js", &fixtures()).unwrap();
-    serde_json::to_value(&plan.workload).unwrap()
+    compile_source(&source, "vus.js", &fixtures())
+        .unwrap()
+        .workload
 }
 
 #[test]
 fn every_virtual_user_form_compiles_to_its_model() {
-    let w = virtual_users("{vus: 10, duration: '1h30m'}");
-    assert_eq!(w["model"], "constant_vus");
+    let secs = Duration::from_secs;
+    let grace = DEFAULT_GRACEFUL_STOP;
     assert_eq!(
-        (w["vus"].as_u64(), w["duration"].as_u64()),
-        (Some(10), Some(5_400_000))
+        virtual_users("{vus: 10, duration: '1h30m'}"),
+        Workload::constant_vus(10, secs(5400), grace)
     );
-    assert_eq!(w["graceful_stop"], 30_000);
-    let w = virtual_users("{vus: 4, iterations: 100, maxDuration: '2m'}");
-    assert_eq!(w["model"], "shared_iterations");
     assert_eq!(
-        (w["iterations"].as_u64(), w["max_duration"].as_u64()),
-        (Some(100), Some(120_000))
+        virtual_users("{vus: 4, iterations: 100, maxDuration: '2m'}"),
+        Workload::counted(4, 100, false, secs(120), grace)
     );
-    let w = virtual_users("{vus: 3, iterationsPerVU: 7, gracefulStop: 0}");
-    assert_eq!(w["model"], "per_vu_iterations");
     assert_eq!(
-        (w["iterations_per_vu"].as_u64(), w["graceful_stop"].as_u64()),
-        (Some(7), Some(0))
+        virtual_users("{vus: 3, iterationsPerVU: 7, gracefulStop: 0}"),
+        Workload::counted(3, 7, true, DEFAULT_MAX_DURATION, Duration::ZERO)
     );
     let w =
         virtual_users("{rate: 30, timeUnit: '1m', duration: 60, preAllocatedVUs: 5, maxVUs: 20}");
-    assert_eq!(w["model"], "arrival_pool");
-    assert_eq!(w["time_unit"], 60_000);
     assert_eq!(
-        (w["start_rate"].as_f64(), w["stages"][0]["target"].as_f64()),
-        (Some(30.0), Some(30.0))
+        w.admission,
+        Admission::GrowAndDrop {
+            pre_allocated: 5,
+            max: 20,
+            time_unit: secs(60)
+        }
     );
-    assert_eq!(
-        (w["pre_allocated_vus"].as_u64(), w["max_vus"].as_u64()),
-        (Some(5), Some(20))
-    );
+    // 30 a minute for a minute: half an iteration a second, 30 in all.
+    assert_eq!(w.schedule.value_at(Duration::ZERO), 0.5);
+    assert_eq!(w.arrival_schedule().unwrap().total(), 30.0);
     let w = virtual_users("{startRate: 0, stages: [{duration: '10s', target: 100}, {duration: 5, target: 0}], preAllocatedVUs: 10}");
-    assert_eq!(w["model"], "arrival_pool");
-    assert_eq!(w["stages"][1]["duration"], 5000);
-    assert_eq!(w["max_vus"], 10);
+    assert_eq!(
+        w,
+        Workload::arrival_rate(
+            0.0,
+            secs(1),
+            &[(secs(10), 100.0), (secs(5), 0.0)],
+            (10, 10),
+            grace
+        )
+        .unwrap()
+    );
 }
 
 #[test]

@@ -30,7 +30,8 @@ impl ExportKind {
     }
 }
 
-/// One export as given on the command line: `KIND=URL[,interval=D][,testid=ID][,percentiles=P+P]`.
+/// One export as given on the command line:
+/// `KIND=URL[,interval=D][,testid=ID][,percentiles=P+P][,ca=FILE]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExportSpec {
     pub kind: ExportKind,
@@ -38,6 +39,25 @@ pub struct ExportSpec {
     pub interval: Duration,
     pub testid: Option<String>,
     pub percentiles: Vec<f64>,
+    /// `https://` endpoints: a PEM file of roots trusted besides the system's.
+    pub ca: Option<std::path::PathBuf>,
+}
+
+impl ExportSpec {
+    /// The TLS client for an `https://` endpoint (system roots plus `ca=`), `None` for
+    /// `http://`.
+    pub fn tls(&self) -> Result<Option<std::sync::Arc<rustls::ClientConfig>>, String> {
+        if self.url.scheme() != "https" {
+            return Ok(None);
+        }
+        barrage_http::client_config(&barrage_http::TlsSettings {
+            ca_file: self.ca.clone(),
+            alpn: barrage_http::Alpn::Http1,
+            ..barrage_http::TlsSettings::default()
+        })
+        .map(Some)
+        .map_err(|e| format!("ca: {e}"))
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -70,9 +90,9 @@ impl ExportSpec {
                 "`{url_text}` is not a URL ({e}); give one like http://127.0.0.1:9090/api/v1/write"
             )
         })?;
-        if url.scheme() != "http" {
+        if !matches!(url.scheme(), "http" | "https") {
             return Err(format!(
-                "only http:// endpoints are supported, not {}://",
+                "only http:// and https:// endpoints are supported, not {}://",
                 url.scheme()
             ));
         }
@@ -85,6 +105,7 @@ impl ExportSpec {
             interval: DEFAULT_INTERVAL,
             testid: None,
             percentiles: DEFAULT_PERCENTILES.to_vec(),
+            ca: None,
         };
         for option in parts {
             let (key, value) = option
@@ -102,6 +123,7 @@ impl ExportSpec {
                         })?;
                 }
                 "testid" if !value.is_empty() => spec.testid = Some(value.to_string()),
+                "ca" if !value.is_empty() => spec.ca = Some(value.into()),
                 "percentiles" => {
                     spec.percentiles = value
                         .split('+')
@@ -114,11 +136,16 @@ impl ExportSpec {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown option `{key}` (known: interval, testid, percentiles)"
+                        "unknown option `{key}` (known: interval, testid, percentiles, ca)"
                     ))
                 }
             }
         }
+        if spec.ca.is_some() && spec.url.scheme() != "https" {
+            return Err("ca= is for https:// endpoints".into());
+        }
+        // An unreadable or empty CA file is found now, before any load.
+        spec.tls()?;
         Ok(spec)
     }
 }
@@ -167,6 +194,7 @@ impl LiveExports {
                 let pusher = Pusher::start(Endpoint {
                     url: spec.url.clone(),
                     headers,
+                    tls: spec.tls().map_err(std::io::Error::other)?,
                 })?;
                 let common = CommonLabels {
                     testid: spec
@@ -233,35 +261,65 @@ impl LiveExports {
         let export = &self.exports[index];
         let points = points(metrics, &self.tags, &export.spec.percentiles);
         let now = unix_ns(SystemTime::now());
-        let body = match export.spec.kind {
-            ExportKind::PrometheusRemoteWrite => remote_write::encode(
-                &remote_write::write_request(&points, &export.common, (now / 1_000_000) as i64),
-            ),
-            ExportKind::Otlp => otlp::encode(&otlp::export_request(
+        match export.spec.kind {
+            ExportKind::PrometheusRemoteWrite => {
+                // Latency as native histograms too, unless the server refuses them: then the
+                // same batch goes without, as it does for the rest of the run.
+                let now_ms = (now / 1_000_000) as i64;
+                let plain = remote_write::write_request(&points, &export.common, now_ms);
+                let mut rich = plain.clone();
+                remote_write::add_native_histograms(
+                    &mut rich,
+                    metrics,
+                    &self.tags,
+                    &export.common,
+                    now_ms,
+                );
+                export
+                    .pusher
+                    .push_with_fallback(remote_write::encode(&rich), remote_write::encode(&plain));
+            }
+            ExportKind::Otlp => export.pusher.push(otlp::encode(&otlp::export_request(
                 &points,
                 &export.common,
                 self.started_unix_ns,
                 now,
-            )),
-        };
-        export.pusher.push(body);
+            ))),
+        }
     }
 
-    /// Sends the run's final metrics, drains the queues (bounded) and returns one warning
-    /// line per export that lost batches.
+    /// Sends the run's final metrics, drains the queues (bounded) and returns the lines to
+    /// print: for remote write, which form latency took; one warning per export that lost
+    /// batches.
     pub fn finish(self, final_metrics: &RunMetrics) -> Vec<String> {
         for index in 0..self.exports.len() {
             self.flush(index, final_metrics);
         }
-        self.exports
-            .into_iter()
-            .filter_map(|export| {
-                let name = export.spec.kind.name();
-                let url = export.spec.url.clone();
-                warning(name, &url, &export.pusher.finish())
-            })
-            .collect()
+        let mut lines = Vec::new();
+        for export in self.exports {
+            let name = export.spec.kind.name();
+            let url = export.spec.url.clone();
+            let report = export.pusher.finish();
+            lines.extend(latency_form(name, &url, &report));
+            lines.extend(warning(name, &url, &report));
+        }
+        lines
     }
+}
+
+/// Which form remote write's latency took, once the endpoint answered a batch.
+fn latency_form(name: &str, url: &url::Url, report: &PushReport) -> Option<String> {
+    let form = match (report.rich_accepted?, &report.rich_refusal) {
+        (true, _) => format!(
+            "latency as native histograms ({}) and percentile gauges",
+            remote_write::DURATION_HISTOGRAM
+        ),
+        (false, refusal) => format!(
+            "latency as percentile gauges only: the server refused native histograms ({})",
+            refusal.as_deref().unwrap_or("no reason given")
+        ),
+    };
+    Some(format!("--out {name} {url}: {form}"))
 }
 
 fn warning(name: &str, url: &url::Url, report: &PushReport) -> Option<String> {
@@ -305,7 +363,12 @@ mod tests {
         assert_eq!(spec.percentiles, vec![50.0, 99.9]);
         for (rest, message) in [
             ("not a url", "is not a URL"),
-            ("https://x/v1/metrics", "only http://"),
+            ("ftp://x/v1/metrics", "only http:// and https://"),
+            ("http://x/,ca=/etc/hostname", "ca= is for https://"),
+            (
+                "https://x/,ca=/nonexistent.pem",
+                "ca: cannot read `/nonexistent.pem`",
+            ),
             ("http://x/,interval=1ms", "at least 500ms"),
             ("http://x/,percentiles=101", "percentiles"),
             ("http://x/,color=red", "unknown option `color`"),
@@ -326,6 +389,7 @@ mod tests {
             dropped: 2,
             failed: 1,
             last_error: Some("HTTP 500: no".into()),
+            ..PushReport::default()
         };
         let line = warning("otlp", &url, &report).unwrap();
         assert!(

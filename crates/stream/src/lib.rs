@@ -5,6 +5,7 @@
 pub mod dashboard;
 mod exports;
 pub mod model;
+pub mod native_histogram;
 pub mod otlp;
 pub mod push;
 pub mod remote_write;

@@ -279,7 +279,7 @@ fn fuzz_cli_value_parsers() {
         }
         let _ = crate::vu_overrides::VuOverrides::parse(None, None, Some(text), None);
         let _ = crate::vu_overrides::VuOverrides::parse(Some(text), Some(text), None, Some(text));
-        let outputs = crate::outputs::OutputArgs {
+        let outputs = crate::output_flags::OutputArgs {
             summary_trend_stats: Some(text.to_string()),
             ..Default::default()
         };

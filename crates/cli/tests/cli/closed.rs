@@ -293,22 +293,30 @@ fn vu_overrides_replace_the_workload_and_bad_values_name_the_flag() {
         out.expect_success();
         out.json()["workload"].clone()
     };
-    let w = plan(&["--vus", "7"]);
-    assert_eq!(
-        (w["model"].as_str(), u(&w, "vus"), u(&w, "duration")),
-        (Some("constant_vus"), 7, 5000)
-    );
-    let w = plan(&["--duration", "1m"]);
-    assert_eq!((u(&w, "vus"), u(&w, "duration")), (2, 60_000));
+    // (VUs, duration in ms) of a constant-VUs workload: one piece of the schedule.
+    let constant = |w: &Value| {
+        assert_eq!(w["admission"]["kind"], "loop", "{w:#}");
+        assert_eq!(w["bound"]["kind"], "duration", "{w:#}");
+        assert_eq!(w["schedule"].as_array().unwrap().len(), 1, "{w:#}");
+        let piece = &w["schedule"][0];
+        assert_eq!(piece["from"], piece["to"], "{w:#}");
+        (piece["from"].as_f64().unwrap(), u(piece, "duration"))
+    };
+    assert_eq!(constant(&plan(&["--vus", "7"])), (7.0, 5000));
+    assert_eq!(constant(&plan(&["--duration", "1m"])), (2.0, 60_000));
     let w = plan(&["--stages", "30s:100,1m:100,10s:0"]);
-    assert_eq!(w["model"], "ramping_vus");
-    assert_eq!(w["stages"].as_array().unwrap().len(), 3);
-    assert_eq!(u(&w["stages"][1], "duration"), 60_000);
+    assert_eq!(w["admission"]["kind"], "loop");
+    // From k6's one VU to 100, held, then down to 0.
+    assert_eq!(w["schedule"].as_array().unwrap().len(), 3);
+    assert_eq!(w["schedule"][0]["from"], 1.0);
+    assert_eq!(u(&w["schedule"][1], "duration"), 60_000);
     let w = plan(&["--iterations", "50", "--vus", "5"]);
+    assert_eq!(w["schedule"][0]["from"], 5.0, "{w:#}");
     assert_eq!(
-        (w["model"].as_str(), u(&w, "iterations"), u(&w, "vus")),
-        (Some("shared_iterations"), 50, 5)
+        (w["bound"]["kind"].as_str(), u(&w["bound"], "count")),
+        (Some("iterations"), 50)
     );
+    assert_eq!(w["bound"]["per_client"], false);
     for (args, start) in [
         (
             &["--vus", "0"][..],

@@ -42,25 +42,25 @@ fn flag_cases() -> Vec<FlagCase> {
         FlagCase {
             name: "n",
             value: Some("120"),
-            check: |p| assert_eq!(p["workload"]["iterations"], 120, "{p}"),
+            check: |p| assert_eq!(p["workload"]["bound"]["count"], 120, "{p}"),
             bad: Some("many"),
         },
         FlagCase {
             name: "c",
             value: Some("3"),
-            check: |p| assert_eq!(p["workload"]["vus"], 3),
+            check: |p| assert_eq!(p["workload"]["schedule"][0]["from"], 3.0, "{p}"),
             bad: Some("0"),
         },
         FlagCase {
             name: "q",
             value: Some("5"),
-            check: |p| assert_eq!(p["workload"]["rate_per_second"], 250.0, "{p}"),
+            check: |p| assert_eq!(p["workload"]["schedule"][0]["from"], 250.0, "{p}"),
             bad: Some("-1"),
         },
         FlagCase {
             name: "z",
             value: Some("2s"),
-            check: |p| assert_eq!(p["workload"]["duration"], 2000, "{p}"),
+            check: |p| assert_eq!(p["workload"]["schedule"][0]["duration"], 2000, "{p}"),
             bad: Some("2parsecs"),
         },
         FlagCase {

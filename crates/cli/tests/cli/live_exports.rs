@@ -54,7 +54,9 @@ fn http_get(addr: &str, path: &str) -> Option<String> {
 }
 
 impl Prometheus {
-    fn start(binary: &str) -> Prometheus {
+    /// Starts Prometheus with its remote-write receiver, and with native histograms when
+    /// `native_histograms`.
+    fn start(binary: &str, native_histograms: bool) -> Prometheus {
         let dir = scratch_file("prometheus-data", b"");
         std::fs::remove_file(&dir).unwrap();
         std::fs::create_dir_all(&dir).unwrap();
@@ -69,6 +71,7 @@ impl Prometheus {
             ))
             .arg(format!("--web.listen-address={addr}"))
             .arg("--web.enable-remote-write-receiver")
+            .args(native_histograms.then_some("--enable-feature=native-histograms"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -130,17 +133,25 @@ fn heartbeat_with(target: &Target, out: &[String]) -> (Value, String) {
     (summary, run.stderr)
 }
 
-#[test]
-fn prometheus_remote_write_holds_the_runs_exact_counts() {
-    let Some(binary) = prometheus_binary() else {
+/// Prometheus for `test`: CI must have it; a developer machine without it is told, loudly.
+fn prometheus_for(test: &str) -> Option<&'static str> {
+    let binary = prometheus_binary();
+    if binary.is_none() {
         assert!(
             std::env::var_os("BARRAGE_CI").is_none(),
             "prometheus is not installed (.ci/run installs it)"
         );
-        eprintln!("SKIPPED prometheus_remote_write_holds_the_runs_exact_counts: no prometheus on this machine (apt-get install prometheus)");
+        eprintln!("SKIPPED {test}: no prometheus on this machine (apt-get install prometheus)");
+    }
+    binary
+}
+
+#[test]
+fn prometheus_remote_write_holds_the_runs_exact_counts() {
+    let Some(binary) = prometheus_for("prometheus_remote_write_holds_the_runs_exact_counts") else {
         return;
     };
-    let prometheus = Prometheus::start(binary);
+    let prometheus = Prometheus::start(binary, false);
     let _heavy = heavy_lock();
     let target = Target::start();
     let url = format!(
@@ -150,6 +161,14 @@ fn prometheus_remote_write_holds_the_runs_exact_counts() {
     let (summary, stderr) = heartbeat_with(&target, &[url]);
     assert!(!stderr.contains("warning"), "{stderr}");
     assert!(stderr.contains("testid=rw-test"), "{stderr}");
+    // Without --enable-feature=native-histograms the server refuses them: percentiles only.
+    assert!(
+        stderr.contains("latency as percentile gauges only: the server refused native histograms"),
+        "{stderr}"
+    );
+    assert!(prometheus
+        .query(r#"k6_http_req_duration_seconds{testid="rw-test"}"#)
+        .is_empty());
     let total: f64 = prometheus
         .query(r#"sum(k6_http_reqs_total{testid="rw-test"})"#)
         .first()
@@ -178,6 +197,54 @@ fn prometheus_remote_write_holds_the_runs_exact_counts() {
     let samples = prometheus
         .query(r#"count_over_time(k6_http_reqs_total{testid="rw-test",name="ping"}[1m])"#);
     assert!(sample_value(&samples[0]) >= 3.0, "{samples:?}");
+}
+
+#[test]
+fn prometheus_with_native_histograms_gets_latency_as_native_histograms() {
+    let Some(binary) =
+        prometheus_for("prometheus_with_native_histograms_gets_latency_as_native_histograms")
+    else {
+        return;
+    };
+    let prometheus = Prometheus::start(binary, true);
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let url = format!(
+        "prometheus-rw=http://{}/api/v1/write,testid=rw-native",
+        prometheus.addr
+    );
+    let (summary, stderr) = heartbeat_with(&target, &[url]);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert!(
+        stderr.contains("latency as native histograms (k6_http_req_duration_seconds)"),
+        "{stderr}"
+    );
+    for name in ["get_token", "ping"] {
+        let count = prometheus.query(&format!(
+            r#"histogram_count(k6_http_req_duration_seconds{{testid="rw-native",name="{name}"}})"#
+        ));
+        assert_eq!(count.len(), 1, "{name}: {count:?}");
+        assert_eq!(
+            sample_value(&count[0]) as u64,
+            u(tag(&summary, name), "responses"),
+            "{name}: every response is in the histogram"
+        );
+    }
+    let p99 = prometheus.query(
+        r#"histogram_quantile(0.99, k6_http_req_duration_seconds{testid="rw-native",name="ping"})"#,
+    );
+    let seconds = sample_value(&p99[0]);
+    assert!(
+        seconds > 0.015 && seconds < 5.0,
+        "ping has a 20 ms delay: {seconds}"
+    );
+    // The percentile gauges go too, for dashboards that read them.
+    assert_eq!(
+        prometheus
+            .query(r#"k6_http_req_duration_p99{testid="rw-native",name="ping"}"#)
+            .len(),
+        1
+    );
 }
 
 /// A loopback OTLP/HTTP receiver keeping every decoded request.
@@ -396,4 +463,145 @@ fn the_dashboard_streams_frames_and_offers_the_report() {
         &report[..200.min(report.len())]
     );
     run.wait(Duration::from_secs(60)).expect_success();
+}
+
+/// Node.js, which drives Chromium over its DevTools pipe for the mid-run dashboard test: CI
+/// must have it (.ci/run installs it); a developer machine without it is told, loudly.
+fn node_for(test: &str) -> bool {
+    let found = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("BARRAGE_CI").is_none(),
+            "node is not installed (.ci/run installs it)"
+        );
+        eprintln!("SKIPPED {test}: no node on this machine");
+    }
+    found
+}
+
+#[test]
+fn the_dashboard_draws_live_charts_in_chromium_while_the_run_goes_on() {
+    const TEST: &str = "the_dashboard_draws_live_charts_in_chromium_while_the_run_goes_on";
+    let Some(browser) = crate::report_html::chromium_for(TEST) else {
+        return;
+    };
+    if !node_for(TEST) {
+        return;
+    }
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    // Twelve seconds of arrivals: the page is looked at after its fourth frame, long before
+    // the end.
+    let script = heartbeat_script(&target, 30, 12);
+    let addr = format!("127.0.0.1:{}", closed_port());
+    let mut run = Running::spawn(&[
+        "run",
+        script.to_str().unwrap(),
+        "--dashboard",
+        &addr,
+        "--seed",
+        "5",
+    ]);
+    let started = Instant::now();
+    while http_get(&addr, "/").is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no dashboard on {addr}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let screenshot = scratch_dir().join("dashboard-midrun.png");
+    let driver = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/support/dashboard_midrun.mjs"
+    );
+    let page = Command::new("node")
+        .args([
+            driver,
+            &format!("http://{addr}/"),
+            screenshot.to_str().unwrap(),
+            "4",
+            "20000",
+        ])
+        .env("CHROMIUM", browser)
+        .output()
+        .expect("node");
+    assert!(
+        page.status.success(),
+        "{}",
+        String::from_utf8_lossy(&page.stderr)
+    );
+    // The page was read while barrage was still running.
+    assert!(run.is_running(), "the run ended before the page was read");
+    let seen: Value = serde_json::from_slice(&page.stdout).expect("the page's state");
+    assert!(seen["frames"].as_u64().unwrap() >= 4, "{seen}");
+    assert_eq!(seen["ended"], false, "{seen}");
+    let points = |key: &str| seen["points"][key].as_u64().unwrap_or(0);
+    // Rates need two frames; latency and the failed share come with every frame that has data.
+    for tag in ["get_token", "ping"] {
+        assert!(points(tag) >= 2, "{tag} rate: {seen}");
+        assert!(points(&format!("{tag} p95")) >= 2, "{tag} p95: {seen}");
+        assert!(
+            points(&format!("{tag} failed")) >= 3,
+            "{tag} failed: {seen}"
+        );
+    }
+    assert!(points("active clients") >= 4, "{seen}");
+    assert!(
+        seen["status"].as_str().unwrap().contains("requests"),
+        "{seen}"
+    );
+    let png = std::fs::read(&screenshot).expect("screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "{} bytes",
+        png.len()
+    );
+    if let Some(dir) = std::env::var_os("BARRAGE_SCREENSHOTS") {
+        std::fs::copy(
+            &screenshot,
+            std::path::Path::new(&dir).join("dashboard-midrun.png"),
+        )
+        .expect("copy the screenshot");
+    }
+    run.wait(Duration::from_secs(60)).expect_success();
+}
+
+#[test]
+fn exports_reach_an_https_endpoint_that_the_given_ca_vouches_for() {
+    // The receiver: barrage's own target over TLS (a self-signed certificate for 127.0.0.1),
+    // answering any POST to /anything with 200.
+    let receiver = Target::start_with(&["--threads", "1", "--tls"]);
+    let cert = receiver
+        .cert_path
+        .clone()
+        .expect("the target's certificate");
+    let load = Target::start();
+    let url = format!("http://{}/", load.addr);
+    for kind in ["otlp", "prometheus-rw"] {
+        let trusted = format!("{kind}=https://{}/anything,ca={cert}", receiver.addr);
+        let out = barrage(
+            &["quick", "-n", "40", "-c", "2", "--out", &trusted, &url],
+            Duration::from_secs(30),
+        );
+        out.expect_success();
+        assert!(!out.stderr.contains("warning"), "{kind}: {}", out.stderr);
+        // Without the CA, the certificate does not verify: every batch fails, named.
+        let untrusted = format!("{kind}=https://{}/anything", receiver.addr);
+        let out = barrage(
+            &["quick", "-n", "40", "-c", "2", "--out", &untrusted, &url],
+            Duration::from_secs(30),
+        );
+        out.expect_success();
+        assert!(
+            out.stderr
+                .contains(&format!("warning: --out {kind} https://"))
+                && out.stderr.contains("TLS handshake"),
+            "{kind}: {}",
+            out.stderr
+        );
+    }
 }

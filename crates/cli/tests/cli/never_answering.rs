@@ -12,6 +12,10 @@ fn quick_against_a_silent_target_counts_open_requests_and_exits_1() {
     let stalled = Stalled::start();
     let url = stalled.url("/");
     let html = scratch_file("silent-quick.html", b"");
+    let csv = scratch_file("silent-quick.csv", b"");
+    let ndjson = scratch_file("silent-quick.ndjson", b"");
+    let results = scratch_file("silent-quick.brr", b"");
+    let ndjson_spec = format!("ndjson={}", ndjson.display());
     let s = quick_json_unanswered(
         &[
             "-z",
@@ -20,6 +24,12 @@ fn quick_against_a_silent_target_counts_open_requests_and_exits_1() {
             "4",
             "--html",
             html.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+            "--out",
+            &ndjson_spec,
+            "--results",
+            results.to_str().unwrap(),
             &url,
         ],
         LIMIT,
@@ -32,6 +42,53 @@ fn quick_against_a_silent_target_counts_open_requests_and_exits_1() {
         page.contains("still open when the run ended"),
         "HTML shows them"
     );
+    // The per-second outputs show them too, in the second they were sent.
+    let per_second: u64 = s["per_second"]
+        .as_array()
+        .expect("per_second")
+        .iter()
+        .map(|b| u(b, "interrupted"))
+        .sum();
+    assert_eq!(per_second, 4, "{s:#}");
+    // All four were sent at the start: no second is added past the run's own.
+    assert_eq!(s["per_second"].as_array().unwrap().len(), 1, "{s:#}");
+    let csv = std::fs::read_to_string(&csv).expect("csv");
+    assert!(
+        csv.lines().next().unwrap().ends_with(",interrupted"),
+        "{csv}"
+    );
+    let from_csv: u64 = csv
+        .lines()
+        .skip(1)
+        .map(|row| row.rsplit(',').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(from_csv, 4, "{csv}");
+    let from_ndjson: u64 = std::fs::read_to_string(&ndjson)
+        .expect("ndjson")
+        .lines()
+        .map(|line| u(&serde_json::from_str(line).unwrap(), "interrupted"))
+        .sum();
+    assert_eq!(from_ndjson, 4);
+    let again = scratch_file("silent-quick-report.json", b"");
+    let report = barrage(
+        &[
+            "report",
+            results.to_str().unwrap(),
+            "--json",
+            again.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    assert_eq!(report.code(), Some(0), "{}", report.stderr);
+    let kept: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&again).unwrap()).expect("report --json");
+    let kept: u64 = kept["per_second"]
+        .as_array()
+        .expect("per_second")
+        .iter()
+        .map(|b| u(b, "interrupted"))
+        .sum();
+    assert_eq!(kept, 4, "the results file keeps them per second");
 
     let text = barrage(&["quick", "-z", "1s", "-c", "4", &url], LIMIT);
     assert_eq!(text.code(), Some(1), "{}\n{}", text.stdout, text.stderr);

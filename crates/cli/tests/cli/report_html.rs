@@ -19,7 +19,7 @@ fn chromium() -> Option<&'static str> {
 }
 
 /// The browser for `test`: CI must have one; a developer machine without one is told, loudly.
-fn chromium_for(test: &str) -> Option<&'static str> {
+pub(crate) fn chromium_for(test: &str) -> Option<&'static str> {
     let browser = chromium();
     if browser.is_none() {
         assert!(

@@ -263,7 +263,15 @@ fn damaged_results_files_are_one_clear_line() {
         .position(|w| w == b"\"target\"")
         .expect("the metadata names its target");
     flipped[inside + 2] ^= 0x04;
+    // A file of the previous format (version 1: the plan stored as untyped JSON of the older
+    // workload variants), as the previous barrage wrote it (`quick -n 20`), is refused too.
+    let older = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/format1-quick.brr"),
+    )
+    .expect("the committed format 1 file");
+    assert_eq!(u16::from_le_bytes([older[8], older[9]]), 1);
     let cases = [
+        ("format1.brr", older, "written by an older barrage"),
         (
             "truncated.brr",
             bytes[..bytes.len() * 2 / 3].to_vec(),
@@ -285,6 +293,7 @@ fn damaged_results_files_are_one_clear_line() {
             "version 42 is not supported",
         ),
     ];
+
     for (name, contents, expected) in cases {
         let file = scratch_file(name, &contents);
         let out = barrage(&["report", path(&file)], LIMIT);

@@ -124,11 +124,11 @@ fn plan_command_prints_the_compiled_plan_with_overrides() {
     );
     out.expect_success();
     let plan: Value = serde_json::from_str(&out.stdout).expect("plan JSON");
-    assert_eq!(plan["workload"]["model"], "open_arrivals");
-    assert_eq!(plan["workload"]["phases"][0]["duration"], 2000);
-    assert_eq!(plan["workload"]["phases"][0]["rate"], 50.0);
+    assert_eq!(plan["workload"]["admission"]["kind"], "per_arrival");
+    assert_eq!(plan["workload"]["schedule"][0]["duration"], 2000);
+    assert_eq!(plan["workload"]["schedule"][0]["from"], 50.0);
     // The limit caps the whole test: arrivals run to it, so no grace period is left.
-    assert_eq!(plan["workload"]["grace_period"], 0);
+    assert_eq!(plan["workload"]["grace"]["end"], 0);
     assert_eq!(plan["options"]["seed"], 9);
     assert_eq!(plan["tags"], serde_json::json!(["get_token", "ping"]));
     // A limit past the 10 s of arrivals leaves the grace period (10 s) what remains of it.
@@ -138,8 +138,8 @@ fn plan_command_prints_the_compiled_plan_with_overrides() {
     );
     out.expect_success();
     let plan: Value = serde_json::from_str(&out.stdout).expect("plan JSON");
-    assert_eq!(plan["workload"]["phases"][0]["duration"], 10_000);
-    assert_eq!(plan["workload"]["grace_period"], 4_000);
+    assert_eq!(plan["workload"]["schedule"][0]["duration"], 10_000);
+    assert_eq!(plan["workload"]["grace"]["end"], 4_000);
     assert_eq!(plan["data_sources"][0]["rows"].as_array().unwrap().len(), 4);
 }
 

@@ -32,6 +32,15 @@ definition.session("two", function (session) {{
 
 /// Runs `count` segments of `script` side by side, aligned by `--start-at`; their files.
 fn run_segments(script: &Path, count: u64, extra: &[&str]) -> Vec<PathBuf> {
+    let flags: Vec<Vec<String>> = (0..count)
+        .map(|i| vec!["--segment".into(), format!("{i}/{count}")])
+        .collect();
+    run_segments_with(script, &flags, extra)
+}
+
+/// Runs one process per entry of `segments` (each its segment flags) side by side.
+fn run_segments_with(script: &Path, segments: &[Vec<String>], extra: &[&str]) -> Vec<PathBuf> {
+    let count = segments.len() as u64;
     let start = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -43,19 +52,16 @@ fn run_segments(script: &Path, count: u64, extra: &[&str]) -> Vec<PathBuf> {
         .collect();
     let running: Vec<Running> = (0..count)
         .map(|i| {
-            let segment = format!("{i}/{count}");
-            let mut argv = vec![
-                "run",
-                path(script),
-                "--segment",
-                &segment,
+            let mut argv = vec!["run", path(script)];
+            argv.extend(segments[i as usize].iter().map(String::as_str));
+            argv.extend([
                 "--start-at",
                 &start,
                 "--threads",
                 "1",
                 "--results",
                 path(&files[i as usize]),
-            ];
+            ]);
             argv.extend_from_slice(extra);
             Running::spawn(&argv)
         })
@@ -173,13 +179,72 @@ fn segments_merge_into_one_run_of_the_whole_test() {
 }
 
 #[test]
+fn unequal_k6_segments_run_exactly_their_stripes_of_the_whole_test() {
+    let target = Target::start();
+    let script = script(&target, "count<500");
+    // k6's example sequence: a half and two quarters. 41 iterations shared by 7 VUs.
+    let sequence = "0,1/2,3/4,1";
+    let segments: Vec<Vec<String>> = ["0:1/2", "1/2:3/4", "3/4:1"]
+        .iter()
+        .map(|segment| {
+            vec![
+                "--execution-segment".to_string(),
+                segment.to_string(),
+                "--execution-segment-sequence".to_string(),
+                sequence.to_string(),
+            ]
+        })
+        .collect();
+    let files = run_segments_with(&script, &segments, &["--vus", "7", "--iterations", "41"]);
+    let parts: Vec<Value> = files.iter().map(|f| summary(f).0).collect();
+    // k6's striping of 41 over 1/2, 1/4, 1/4: 21, 10, 10 (and of 7 VUs: 4, 2, 1).
+    assert_eq!(
+        parts.iter().map(|s| u(s, "iterations")).collect::<Vec<_>>(),
+        vec![21, 10, 10]
+    );
+    let merged = scratch_file("merged-unequal.brr", b"");
+    let names: Vec<&str> = files.iter().map(|f| path(f)).collect();
+    barrage(
+        &[&["merge"][..], &names[..], &["-o", path(&merged)][..]].concat(),
+        LIMIT,
+    )
+    .expect_success();
+    let (s, _) = summary(&merged);
+    assert_eq!(u(&s, "iterations"), 41, "{s:#}");
+    assert_eq!(u(&s, "requests"), 82, "{s:#}");
+    // A segment of another sequence does not merge with these.
+    let other = run_segments_with(
+        &script,
+        &[vec![
+            "--execution-segment".to_string(),
+            "1/2:3/4".to_string(),
+            "--execution-segment-sequence".to_string(),
+            "0,1/4,1/2,3/4,1".to_string(),
+        ]],
+        &["--vus", "7", "--iterations", "41"],
+    );
+    let out = barrage(
+        &[
+            "merge",
+            path(&files[0]),
+            path(&other[0]),
+            "-o",
+            path(&merged),
+        ],
+        LIMIT,
+    );
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+}
+
+#[test]
 fn bad_segments_are_one_line_usage_errors() {
     let target = Target::start();
     let script = script(&target, "count<50");
     for (flags, needle) in [
         (&["--segment", "4/4"][..], "--segment"),
         (&["--segment", "x"][..], "--segment"),
-        (&["--execution-segment", "0:0.3"][..], "equal segments"),
+        (&["--execution-segment", "1/2:1/4"][..], "a:b"),
         (
             &[
                 "--execution-segment",

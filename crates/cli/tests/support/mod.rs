@@ -212,6 +212,11 @@ impl Running {
         self.child.id()
     }
 
+    /// Whether barrage has not exited yet.
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().expect("try_wait").is_none()
+    }
+
     /// Waits for the exit; kills the process and panics if it takes longer than `limit`.
     pub fn wait(mut self, limit: Duration) -> Output {
         let deadline = Instant::now() + limit;

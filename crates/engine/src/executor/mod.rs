@@ -13,9 +13,8 @@ mod recorded;
 mod vu;
 
 use crate::worker::Worker;
-use barrage_plan::{RampingVus, Segment, VuStage, Workload};
+use barrage_plan::{Admission, Bound, Segment, Workload};
 use std::rc::Rc;
-use std::time::Duration;
 
 pub(crate) use arrival_pool::PoolShare;
 pub(crate) use arrival_rate::SlotSchedule;
@@ -78,154 +77,124 @@ fn split_proportionally(n: u64, weights: &[u64]) -> Vec<u64> {
 /// more workers than clients). Counts (VUs, iteration budgets, clients) are the segment's
 /// striped share, split over the workers; rates are the segment's fraction; run-wide
 /// sequences (slots, arrival-rate iterations) are dealt to segment `i` of `N` as `k ≡ i (mod
-/// N)`, then round-robin to its workers.
-pub(crate) fn assign(workload: &Workload, threads: usize, segment: Segment) -> Vec<Share> {
-    let clients = match workload {
-        Workload::OpenArrivals(open) => open.max_clients.map_or(u64::MAX, |m| segment.share(m)),
-        Workload::ArrivalPool(pool) => segment.share(pool.max_vus),
-        Workload::RecordedArrivals(recorded) => segment.share(recorded.arrivals.len() as u64),
-        other => segment.share(other.vus().unwrap_or(1)),
+/// N)`, then round-robin to its workers. The admission picks the executor; a closed model
+/// whose client count changes over time is the ramping one.
+pub(crate) fn assign(workload: &Workload, threads: usize, segment: &Segment) -> Vec<Share> {
+    let clients = match &workload.admission {
+        Admission::PerArrival { max_clients } => max_clients.map_or(u64::MAX, |m| segment.share(m)),
+        Admission::Recorded { arrivals } => segment.share(arrivals.len() as u64),
+        _ => segment.share(workload.vus().unwrap_or(1)),
     };
     let workers = (threads.max(1) as u64).min(clients.max(1)) as usize;
-    let stripe = |i: usize| segment.stripe(i as u64, workers as u64);
-    match workload {
-        Workload::RecordedArrivals(recorded) => {
-            let mine: Vec<_> = recorded
-                .arrivals
-                .iter()
-                .enumerate()
-                .filter(|(k, _)| *k as u64 % segment.count == segment.index)
-                .map(|(_, a)| *a)
-                .collect();
-            (0..workers)
-                .map(|i| Share {
+    let striping = segment.striping();
+    let stripe = |i: usize| striping.stripe(i as u64, workers as u64);
+    let budget = match workload.bound {
+        Bound::Iterations {
+            count, per_client, ..
+        } => Some((count, per_client)),
+        Bound::Duration => None,
+    };
+    match workload.admission {
+        Admission::Recorded { ref arrivals } => (0..workers)
+            .map(|i| {
+                // This worker's stripe of the run's arrivals (its segment's, round-robin).
+                let stripe = stripe(i);
+                Share {
                     assignment: Assignment::Recorded(RecordedShare {
-                        arrivals: mine.iter().skip(i).step_by(workers).copied().collect(),
+                        arrivals: (0..)
+                            .map(|m| stripe.nth(m) as usize)
+                            .map_while(|k| arrivals.get(k).copied())
+                            .collect(),
                     }),
                     iterations: None,
-                })
-                .collect()
-        }
-        Workload::OpenArrivals(open) => {
-            let max_per_worker = open
-                .max_clients
-                .map(|max| split_evenly(segment.share(max), workers));
-            let fraction = segment.fraction() / workers as f64;
+                }
+            })
+            .collect(),
+        Admission::PerArrival { max_clients } => {
+            let max_per_worker = max_clients.map(|max| split_evenly(segment.share(max), workers));
+            let schedule = workload.schedule.scale(segment.fraction() / workers as f64);
             (0..workers)
                 .map(|i| Share {
                     assignment: Assignment::Open(ArrivalShare {
-                        phases: open
-                            .phases
-                            .iter()
-                            .map(|p| {
-                                barrage_plan::ArrivalPhase::new(
-                                    p.duration,
-                                    p.rate * fraction,
-                                    p.ramp_to.map(|r| r * fraction),
-                                )
-                            })
-                            .collect(),
+                        schedule: schedule.clone(),
                         max_clients: max_per_worker.as_ref().map(|m| m[i]),
                     }),
                     iterations: None,
                 })
                 .collect()
         }
-        Workload::ClosedVus(_) | Workload::SharedIterations(_) => {
-            let (vus, iterations) = match workload {
-                Workload::ClosedVus(closed) => (
-                    closed.vus,
-                    closed.iterations.filter(|_| closed.duration.is_none()),
-                ),
-                Workload::SharedIterations(shared) => (shared.vus, Some(shared.iterations)),
-                _ => unreachable!("matched above"),
-            };
+        Admission::Loop if workload.ramps_clients() => (0..workers)
+            .map(|i| Share {
+                assignment: Assignment::RampingVus(RampShare {
+                    schedule: workload.schedule.clone(),
+                    ramp_down: workload.grace.ramp_down,
+                    segment: striping.clone(),
+                    worker: i as u64,
+                    workers: workers as u64,
+                }),
+                iterations: None,
+            })
+            .collect(),
+        Admission::Loop => {
+            let vus = workload.vus().unwrap_or(1);
             let vus_per_worker = split_evenly(segment.share(vus), workers);
-            let budgets =
-                iterations.map(|n| split_proportionally(segment.share(n), &vus_per_worker));
-            vus_per_worker
+            match budget {
+                Some((per_vu, true)) => vus_per_worker
+                    .into_iter()
+                    .map(|vus| Share {
+                        assignment: Assignment::PerVuIterations {
+                            vus,
+                            iterations: per_vu,
+                        },
+                        iterations: None,
+                    })
+                    .collect(),
+                _ => {
+                    let budgets = budget
+                        .map(|(n, _)| split_proportionally(segment.share(n), &vus_per_worker));
+                    vus_per_worker
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &vus)| Share {
+                            assignment: Assignment::Closed { vus },
+                            iterations: budgets.as_ref().map(|b| b[i]),
+                        })
+                        .collect()
+                }
+            }
+        }
+        Admission::Paced { clients } => {
+            let limit = budget.map(|(n, _)| n);
+            split_evenly(segment.share(clients), workers)
                 .iter()
                 .enumerate()
                 .map(|(i, &vus)| Share {
-                    assignment: Assignment::Closed { vus },
-                    iterations: budgets.as_ref().map(|b| b[i]),
-                })
-                .collect()
-        }
-        Workload::ArrivalRate(rate) => {
-            let limit = rate.iterations.filter(|_| rate.duration.is_none());
-            split_evenly(segment.share(rate.vus), workers)
-                .iter()
-                .enumerate()
-                .map(|(i, &vus)| {
-                    let (first_slot, stride) = stripe(i);
-                    Share {
-                        assignment: Assignment::ArrivalRate {
-                            vus,
-                            schedule: SlotSchedule {
-                                first_slot,
-                                stride,
-                                rate_per_second: rate.rate_per_second,
-                                limit,
-                            },
+                    assignment: Assignment::ArrivalRate {
+                        vus,
+                        schedule: SlotSchedule {
+                            slots: stripe(i),
+                            rate: workload.schedule.clone(),
+                            limit,
                         },
-                        iterations: None,
-                    }
-                })
-                .collect()
-        }
-        Workload::ConstantVus(_) | Workload::RampingVus(_) => {
-            let ramp = match workload {
-                Workload::RampingVus(ramp) => ramp.clone(),
-                Workload::ConstantVus(c) => RampingVus {
-                    start_vus: c.vus,
-                    stages: vec![VuStage {
-                        duration: c.duration,
-                        target: c.vus,
-                    }],
-                    graceful_stop: c.graceful_stop,
-                    graceful_ramp_down: c.graceful_stop,
-                },
-                _ => unreachable!("matched above"),
-            };
-            (0..workers)
-                .map(|i| Share {
-                    assignment: Assignment::RampingVus(RampShare {
-                        ramp: ramp.clone(),
-                        segment,
-                        worker: i as u64,
-                        workers: workers as u64,
-                    }),
+                    },
                     iterations: None,
                 })
                 .collect()
         }
-        Workload::PerVuIterations(per_vu) => split_evenly(segment.share(per_vu.vus), workers)
-            .into_iter()
-            .map(|vus| Share {
-                assignment: Assignment::PerVuIterations {
-                    vus,
-                    iterations: per_vu.iterations_per_vu,
-                },
-                iterations: None,
-            })
-            .collect(),
-        Workload::ArrivalPool(pool) => {
-            let pre = split_evenly(segment.share(pool.pre_allocated_vus), workers);
-            let max = split_evenly(segment.share(pool.max_vus), workers);
+        Admission::GrowAndDrop {
+            pre_allocated, max, ..
+        } => {
+            let pre = split_evenly(segment.share(pre_allocated), workers);
+            let max = split_evenly(segment.share(max), workers);
             (0..workers)
-                .map(|i| {
-                    let (first, stride) = stripe(i);
-                    Share {
-                        assignment: Assignment::ArrivalPool(PoolShare {
-                            pool: pool.clone(),
-                            first,
-                            stride,
-                            pre_allocated: pre[i],
-                            max_vus: max[i],
-                        }),
-                        iterations: None,
-                    }
+                .map(|i| Share {
+                    assignment: Assignment::ArrivalPool(PoolShare {
+                        rate: workload.schedule.clone(),
+                        iterations: stripe(i),
+                        pre_allocated: pre[i],
+                        max_vus: max[i],
+                    }),
+                    iterations: None,
                 })
                 .collect()
         }
@@ -250,15 +219,10 @@ pub(crate) async fn drive(worker: Rc<Worker>, assignment: Assignment) {
     }
 }
 
-/// The planned start of slot `k` of a schedule at `rate_per_second`, from the run start.
-pub(crate) fn slot_offset(k: u64, rate_per_second: f64) -> Duration {
-    Duration::from_secs_f64(k as f64 / rate_per_second)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use barrage_plan::{ArrivalRate, ClosedVus};
+    use std::time::Duration;
 
     #[test]
     fn splits_are_exact() {
@@ -269,44 +233,34 @@ mod tests {
 
     #[test]
     fn closed_budget_follows_vus_and_never_more_workers_than_vus() {
-        let w = Workload::ClosedVus(ClosedVus {
-            vus: 3,
-            duration: None,
-            iterations: Some(100),
-        });
-        let shares = assign(&w, 2, Segment::WHOLE);
+        let w = Workload::closed(3, None, Some(100));
+        let shares = assign(&w, 2, &Segment::WHOLE);
         assert_eq!(shares.len(), 2);
         assert_eq!(shares[0].assignment, Assignment::Closed { vus: 2 });
         assert_eq!(
             shares.iter().map(|s| s.iterations.unwrap()).sum::<u64>(),
             100
         );
-        let w = Workload::ClosedVus(ClosedVus {
-            vus: 1,
-            duration: None,
-            iterations: Some(5),
-        });
-        assert_eq!(assign(&w, 8, Segment::WHOLE).len(), 1);
+        let w = Workload::closed(1, None, Some(5));
+        assert_eq!(assign(&w, 8, &Segment::WHOLE).len(), 1);
     }
 
     #[test]
     fn arrival_slots_interleave_across_workers() {
-        let w = Workload::ArrivalRate(ArrivalRate {
-            rate_per_second: 100.0,
-            vus: 4,
-            duration: None,
-            iterations: Some(9),
-        });
-        let shares = assign(&w, 2, Segment::WHOLE);
+        let w = Workload::paced(100.0, 4, None, Some(9));
+        let shares = assign(&w, 2, &Segment::WHOLE);
         let slots: Vec<(u64, u64)> = shares
             .iter()
             .map(|s| match &s.assignment {
-                Assignment::ArrivalRate { schedule, .. } => (schedule.first_slot, schedule.stride),
+                Assignment::ArrivalRate { schedule, .. } => {
+                    (schedule.slots.nth(0), schedule.slots.nth(1))
+                }
                 other => panic!("{other:?}"),
             })
             .collect();
-        assert_eq!(slots, vec![(0, 2), (1, 2)]);
-        assert_eq!(slot_offset(50, 100.0), Duration::from_millis(500));
+        assert_eq!(slots, vec![(0, 2), (1, 3)]);
+        let rate = barrage_plan::Stages::constant(100.0);
+        assert_eq!(rate.time_of(50.0), Some(Duration::from_millis(500)));
     }
 
     #[test]
@@ -317,13 +271,10 @@ mod tests {
                 session: (k % 2) as usize,
             })
             .collect();
-        let w = Workload::RecordedArrivals(barrage_plan::RecordedArrivals {
-            arrivals: arrivals.clone(),
-            grace_period: Duration::ZERO,
-        });
+        let w = Workload::recorded(arrivals.clone(), Duration::ZERO);
         let mut dealt = Vec::new();
         for segment in segments(3) {
-            for share in assign(&w, 2, segment) {
+            for share in assign(&w, 2, &segment) {
                 let Assignment::Recorded(share) = share.assignment else {
                     panic!("{share:?}")
                 };
@@ -339,19 +290,15 @@ mod tests {
     }
 
     fn segments(count: u64) -> impl Iterator<Item = Segment> {
-        (0..count).map(move |index| Segment { index, count })
+        (0..count).map(move |index| Segment::equal(index, count))
     }
 
     #[test]
     fn segments_together_run_exactly_the_whole_workload() {
-        let closed = Workload::ClosedVus(ClosedVus {
-            vus: 10,
-            duration: None,
-            iterations: Some(101),
-        });
+        let closed = Workload::closed(10, None, Some(101));
         let (mut vus, mut budget) = (0, 0);
         for segment in segments(4) {
-            for share in assign(&closed, 3, segment) {
+            for share in assign(&closed, 3, &segment) {
                 let Assignment::Closed { vus: v } = share.assignment else {
                     panic!("{share:?}")
                 };
@@ -362,21 +309,18 @@ mod tests {
         assert_eq!((vus, budget), (10, 101));
 
         // Paced slots: every slot of the run belongs to exactly one worker of one segment.
-        let paced = Workload::ArrivalRate(ArrivalRate {
-            rate_per_second: 100.0,
-            vus: 8,
-            duration: None,
-            iterations: Some(50),
-        });
+        let paced = Workload::paced(100.0, 8, None, Some(50));
         let mut slots = Vec::new();
         for segment in segments(3) {
-            for share in assign(&paced, 2, segment) {
+            for share in assign(&paced, 2, &segment) {
                 let Assignment::ArrivalRate { schedule, .. } = share.assignment else {
                     panic!("{share:?}")
                 };
+                let limit = schedule.limit.unwrap();
                 slots.extend(
-                    (schedule.first_slot..schedule.limit.unwrap())
-                        .step_by(schedule.stride as usize),
+                    (0..)
+                        .map(|m| schedule.slots.nth(m))
+                        .take_while(|&k| k < limit),
                 );
             }
         }
@@ -384,23 +328,96 @@ mod tests {
         assert_eq!(slots, (0..50).collect::<Vec<_>>());
 
         // Ramping VUs: the segments' workers' shares sum to the target at every value.
-        let ramp = Workload::RampingVus(RampingVus {
-            start_vus: 0,
-            stages: vec![VuStage {
-                duration: Duration::from_secs(10),
-                target: 37,
-            }],
-            graceful_stop: Duration::ZERO,
-            graceful_ramp_down: Duration::ZERO,
-        });
+        let ramp = Workload::ramping_vus(
+            0,
+            &[(Duration::from_secs(10), 37)],
+            Duration::ZERO,
+            Duration::ZERO,
+        );
         let shares: Vec<RampShare> = segments(4)
-            .flat_map(|segment| assign(&ramp, 2, segment))
+            .flat_map(|segment| assign(&ramp, 2, &segment))
             .map(|share| match share.assignment {
                 Assignment::RampingVus(r) => r,
                 other => panic!("{other:?}"),
             })
             .collect();
         for target in 0..=37 {
+            assert_eq!(
+                shares.iter().map(|s| s.share_of(target)).sum::<u64>(),
+                target
+            );
+        }
+    }
+
+    #[test]
+    fn unequal_segments_together_run_exactly_the_whole_workload() {
+        let sequence = "0,1/10,1/3,1/2,1";
+        let parts: Vec<Segment> = ["0:1/10", "1/10:1/3", "1/3:1/2", "1/2:1"]
+            .iter()
+            .map(|s| Segment::from_k6(s, Some(sequence)).unwrap())
+            .collect();
+        // Closed VUs and a shared budget.
+        let closed = Workload::closed(23, None, Some(1001));
+        let (mut vus, mut budget) = (0, 0);
+        for segment in &parts {
+            for share in assign(&closed, 3, segment) {
+                let Assignment::Closed { vus: v } = share.assignment else {
+                    panic!("{share:?}")
+                };
+                vus += v;
+                budget += share.iterations.unwrap();
+            }
+        }
+        assert_eq!((vus, budget), (23, 1001));
+        // Paced slots: each of the run's slots is one worker's of one segment.
+        let paced = Workload::paced(100.0, 40, None, Some(300));
+        let mut slots = Vec::new();
+        for segment in &parts {
+            for share in assign(&paced, 2, segment) {
+                let Assignment::ArrivalRate { schedule, .. } = share.assignment else {
+                    panic!("{share:?}")
+                };
+                let limit = schedule.limit.unwrap();
+                slots.extend(
+                    (0..)
+                        .map(|m| schedule.slots.nth(m))
+                        .take_while(|&k| k < limit),
+                );
+            }
+        }
+        slots.sort_unstable();
+        assert_eq!(slots, (0..300).collect::<Vec<_>>());
+        // Open arrivals: the segments' rates add up to the test's.
+        let open = Workload::open(
+            barrage_plan::Stages::from_targets(90.0, [(Duration::from_secs(10), 90.0)]),
+            None,
+            Duration::ZERO,
+        );
+        let total: f64 = parts
+            .iter()
+            .flat_map(|segment| assign(&open, 2, segment))
+            .map(|share| match share.assignment {
+                Assignment::Open(o) => o.schedule.total(),
+                other => panic!("{other:?}"),
+            })
+            .sum();
+        assert!((total - 900.0).abs() < 1e-9, "{total}");
+        // Ramping VUs: the shares sum to the target at every value of the ramp.
+        let ramp = Workload::ramping_vus(
+            0,
+            &[(Duration::from_secs(10), 61)],
+            Duration::ZERO,
+            Duration::ZERO,
+        );
+        let shares: Vec<RampShare> = parts
+            .iter()
+            .flat_map(|segment| assign(&ramp, 3, segment))
+            .map(|share| match share.assignment {
+                Assignment::RampingVus(r) => r,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        for target in 0..=61 {
             assert_eq!(
                 shares.iter().map(|s| s.share_of(target)).sum::<u64>(),
                 target

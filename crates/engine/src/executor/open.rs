@@ -9,7 +9,7 @@
 
 use crate::client::Client;
 use crate::worker::Worker;
-use barrage_plan::ArrivalPhase;
+use barrage_plan::Stages;
 use rand::Rng;
 use std::rc::Rc;
 use std::time::Duration;
@@ -17,8 +17,8 @@ use std::time::Duration;
 /// This worker's part of an open workload.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ArrivalShare {
-    /// The phases with rates already divided by the number of workers.
-    pub phases: Vec<ArrivalPhase>,
+    /// The arrival rate over time, already divided by the number of workers (and segments).
+    pub schedule: Stages,
     /// Clients this worker may run at once.
     pub max_clients: Option<u64>,
 }
@@ -33,15 +33,15 @@ fn exponential_gap(rng: &mut impl Rng, rate: f64) -> Duration {
 /// The arrival times of `phases`, as offsets from the run start (an iterator, so a long
 /// high-rate run never materialises its schedule).
 pub(crate) fn arrival_offsets<'a, R: Rng>(
-    phases: &'a [ArrivalPhase],
+    schedule: &'a Stages,
     rng: &'a mut R,
 ) -> impl Iterator<Item = Duration> + 'a {
     let mut phase_index = 0;
     let mut phase_start = Duration::ZERO;
     let mut offset_in_phase = Duration::ZERO;
     std::iter::from_fn(move || loop {
-        let phase = phases.get(phase_index)?;
-        let peak = phase.rate.max(phase.ramp_to.unwrap_or(phase.rate));
+        let phase = schedule.pieces.get(phase_index)?;
+        let peak = phase.from.max(phase.to);
         if peak <= 0.0 {
             phase_start += phase.duration;
             phase_index += 1;
@@ -56,7 +56,7 @@ pub(crate) fn arrival_offsets<'a, R: Rng>(
             offset_in_phase = Duration::ZERO;
             continue;
         }
-        if rng.gen::<f64>() * peak <= phase.rate_at(offset_in_phase) {
+        if rng.gen::<f64>() * peak <= phase.value_at(offset_in_phase) {
             return Some(phase_start + offset_in_phase);
         }
     })
@@ -66,7 +66,7 @@ pub(crate) async fn drive(worker: Rc<Worker>, share: ArrivalShare) {
     // Arrivals draw from their own stream, so sessions picking at random do not shift them.
     let seed: u64 = worker.rng.borrow_mut().gen();
     let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(seed);
-    for offset in arrival_offsets(&share.phases, &mut rng) {
+    for offset in arrival_offsets(&share.schedule, &mut rng) {
         let arrival = worker.run.run_start + offset;
         if !worker.running_at(arrival) {
             break;
@@ -106,13 +106,17 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
 
-    fn phase(secs: u64, rate: f64, ramp_to: Option<f64>) -> ArrivalPhase {
-        ArrivalPhase::new(Duration::from_secs(secs), rate, ramp_to)
+    fn phase(secs: u64, rate: f64, ramp_to: Option<f64>) -> barrage_plan::Piece {
+        barrage_plan::Piece {
+            duration: Duration::from_secs(secs),
+            from: rate,
+            to: ramp_to.unwrap_or(rate),
+        }
     }
 
     #[test]
     fn constant_rate_gives_poisson_counts_and_exponential_gaps() {
-        let phases = [phase(100, 50.0, None)];
+        let phases = Stages::new(vec![phase(100, 50.0, None)]);
         let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
         let offsets: Vec<Duration> = arrival_offsets(&phases, &mut rng).collect();
         // 5000 expected; a Poisson count has sd ~71, so ±4 sd is 285.
@@ -139,7 +143,7 @@ mod tests {
 
     #[test]
     fn ramps_follow_the_rate_and_zero_phases_are_silent() {
-        let phases = [phase(20, 0.0, None), phase(100, 0.0, Some(100.0))];
+        let phases = Stages::new(vec![phase(20, 0.0, None), phase(100, 0.0, Some(100.0))]);
         let mut rng = rand::rngs::SmallRng::seed_from_u64(2);
         let offsets: Vec<Duration> = arrival_offsets(&phases, &mut rng).collect();
         assert!(offsets.iter().all(|o| *o >= Duration::from_secs(20)));

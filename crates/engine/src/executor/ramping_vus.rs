@@ -9,7 +9,7 @@
 
 use super::vu::{wait_until, VirtualUser};
 use crate::worker::Worker;
-use barrage_plan::{RampingVus, Segment};
+use barrage_plan::{Stages, Striping};
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -21,15 +21,23 @@ const CONTROL_TICK: Duration = Duration::from_millis(20);
 /// This worker's part of a ramping-VUs workload.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RampShare {
-    pub ramp: RampingVus,
+    /// The run-wide VU target over time.
+    pub schedule: Stages,
+    /// A VU above the target finishes its iteration within this long (`gracefulRampDown`).
+    pub ramp_down: Duration,
     /// The process's segment: its striped share of the run-wide target is what its workers
     /// split (so N segments' VUs sum to the target at every instant).
-    pub segment: Segment,
+    pub segment: Striping,
     pub worker: u64,
     pub workers: u64,
 }
 
 impl RampShare {
+    /// The run-wide target `at` into the run (linear within a stage, rounded down like k6).
+    fn target_at(&self, at: Duration) -> u64 {
+        self.schedule.value_at(at).floor().max(0.0) as u64
+    }
+
     /// This worker's share of `total` VUs (run-wide).
     pub(crate) fn share_of(&self, total: u64) -> u64 {
         let total = self.segment.share(total);
@@ -45,14 +53,14 @@ struct Control {
 }
 
 pub(crate) async fn drive(worker: Rc<Worker>, share: RampShare) {
-    let peak = share.share_of(share.ramp.peak());
+    let peak = share.share_of(share.schedule.peak().floor().max(0.0) as u64);
     worker.set_vus_max(peak);
     let control = Rc::new(Control {
-        target: Cell::new(share.share_of(share.ramp.start_vus)),
+        target: Cell::new(share.share_of(share.target_at(Duration::ZERO))),
         ended: Cell::new(false),
         changed: Notify::new(),
     });
-    let graceful_ramp_down = share.ramp.graceful_ramp_down;
+    let graceful_ramp_down = share.ramp_down;
     let mut vus = tokio::task::JoinSet::new();
     for index in 0..peak {
         let (worker, control) = (Rc::clone(&worker), Rc::clone(&control));
@@ -60,14 +68,14 @@ pub(crate) async fn drive(worker: Rc<Worker>, share: RampShare) {
             async move { virtual_user(&worker, &control, index, graceful_ramp_down).await },
         );
     }
-    let end = worker.run.run_start + share.ramp.end();
+    let end = worker.run.run_start + share.schedule.end();
     let mut tick = worker.run.run_start;
     loop {
         let now = Instant::now();
         if now >= end || !worker.running_at(now) {
             break;
         }
-        let target = share.share_of(share.ramp.target_at(now - worker.run.run_start));
+        let target = share.share_of(share.target_at(now - worker.run.run_start));
         if target != control.target.get() {
             // A VU start or stop was due by this tick: how late it comes is scheduler lag.
             worker.record_lag(tick);
@@ -125,25 +133,15 @@ async fn virtual_user(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use barrage_plan::VuStage;
-
     #[test]
     fn worker_shares_add_up_to_the_target() {
-        let ramp = RampingVus {
-            start_vus: 0,
-            stages: vec![VuStage {
-                duration: Duration::from_secs(1),
-                target: 7,
-            }],
-            graceful_stop: Duration::ZERO,
-            graceful_ramp_down: Duration::ZERO,
-        };
         for total in 0..20 {
             let sum: u64 = (0..3)
                 .map(|worker| {
                     RampShare {
-                        ramp: ramp.clone(),
-                        segment: Segment::WHOLE,
+                        schedule: Stages::from_targets(0.0, [(Duration::from_secs(1), 7.0)]),
+                        ramp_down: Duration::ZERO,
+                        segment: barrage_plan::Segment::WHOLE.striping(),
                         worker,
                         workers: 3,
                     }

@@ -7,7 +7,7 @@
 
 use super::state::SessionState;
 use super::values::VarId;
-use barrage_plan::{Binding, DataSource, Value, Wait};
+use barrage_plan::{Binding, DataSource, Stripe, Value, Wait};
 use rand::distributions::Alphanumeric;
 use rand::Rng;
 use std::cell::Cell;
@@ -26,25 +26,26 @@ pub(crate) struct CompiledBind {
 /// One worker's sequential-pick cursors, one per data source.
 #[derive(Debug)]
 pub(crate) struct RowCursors {
+    /// Per source, this worker's next pick (its `m`-th).
     next: Vec<Cell<u64>>,
-    stride: u64,
+    rows: Stripe,
 }
 
 impl RowCursors {
-    /// Cursors that pick rows `first, first + stride, ...` of the run-wide sequence.
-    pub(crate) fn new(sources: usize, first: u64, stride: u64) -> Self {
+    /// Cursors that pick the rows of `rows` (this worker's stripe of the run-wide sequence).
+    pub(crate) fn new(sources: usize, rows: Stripe) -> Self {
         Self {
-            next: (0..sources).map(|_| Cell::new(first)).collect(),
-            stride: stride.max(1),
+            next: (0..sources).map(|_| Cell::new(0)).collect(),
+            rows,
         }
     }
 
     /// The next row of `source` (which has `rows` rows) for this worker.
     fn next(&self, source: usize, rows: usize) -> u32 {
         let cursor = &self.next[source];
-        let at = cursor.get();
-        cursor.set(at + self.stride);
-        (at % rows as u64) as u32
+        let mine = cursor.get();
+        cursor.set(mine + 1);
+        (self.rows.nth(mine) % rows as u64) as u32
     }
 }
 
@@ -286,7 +287,11 @@ mod tests {
         let mut state = SessionState::default();
         state.reset(1);
         let mut picked = Vec::new();
-        let cursors = [RowCursors::new(1, 0, 2), RowCursors::new(1, 1, 2)];
+        let whole = barrage_plan::Segment::WHOLE.striping();
+        let cursors = [
+            RowCursors::new(1, whole.stripe(0, 2)),
+            RowCursors::new(1, whole.stripe(1, 2)),
+        ];
         for _ in 0..5 {
             for cursors in &cursors {
                 bind.apply(&mut rng(), cursors, &data, &mut state);
@@ -309,7 +314,7 @@ mod tests {
     #[test]
     fn numbers_strings_and_uuids_have_their_shape() {
         let mut rng = rng();
-        let cursors = RowCursors::new(0, 0, 1);
+        let cursors = RowCursors::new(0, barrage_plan::Segment::WHOLE.stripe(0, 1));
         let mut state = SessionState::default();
         state.reset(1);
         let number = CompiledBind::new(0, &Binding::RandomNumber { min: 6, max: 3 });

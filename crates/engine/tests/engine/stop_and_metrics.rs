@@ -132,11 +132,7 @@ fn custom_metrics_and_iteration_durations_are_recorded() {
 fn snapshots_are_published_while_the_run_goes_on() {
     let target = target();
     let steps = vec![Step::Request(get("/delay/50", 0))];
-    let workload = Workload::ClosedVus(ClosedVus {
-        vus: 2,
-        duration: Some(Duration::from_millis(1500)),
-        iterations: None,
-    });
+    let workload = Workload::closed(2, Some(Duration::from_millis(1500)), None);
     let plan = scenario_plan(target.addr(), &["t"], steps, workload);
     let control = RunControl::default();
     control.snapshots.enable();

@@ -36,11 +36,7 @@ pub fn scenario_plan(
 }
 
 pub fn closed(vus: u64, iterations: u64) -> Workload {
-    Workload::ClosedVus(ClosedVus {
-        vus,
-        duration: None,
-        iterations: Some(iterations),
-    })
+    Workload::closed(vus, None, Some(iterations))
 }
 
 pub fn get(path: &str, tag: usize) -> RequestStep {

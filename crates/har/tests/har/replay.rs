@@ -3,7 +3,7 @@
 
 use super::{compare_snapshot, fixture};
 use barrage_har::{replay_plan, HostMap, JwtOptions, Recording, ReplayOptions, Transforms};
-use barrage_plan::{Binding, JwtAlgorithm, Step, Value, Workload};
+use barrage_plan::{Binding, JwtAlgorithm, Step, Value};
 use std::time::Duration;
 
 fn options(speed: f64, loops: u32, transforms: Transforms) -> ReplayOptions {
@@ -104,11 +104,10 @@ fn speed_scales_offsets_and_think_times_and_loops_repeat_the_recording() {
     let recording =
         Recording::new("b.har", &fixture("browser_page_load.har"), &hosts, true).unwrap();
     let plan = replay_plan(&recording, &options(2.0, 3, Transforms::default()));
-    let Workload::RecordedArrivals(recorded) = &plan.workload else {
+    let barrage_plan::Admission::Recorded { arrivals } = &plan.workload.admission else {
         panic!("{:?}", plan.workload)
     };
-    let offsets: Vec<(u128, usize)> = recorded
-        .arrivals
+    let offsets: Vec<(u128, usize)> = arrivals
         .iter()
         .map(|a| (a.offset.as_millis(), a.session))
         .collect();

@@ -173,8 +173,9 @@ pub fn configuration(meta: &RunMeta, summary: &Summary) -> String {
     if let Some(script) = &meta.script {
         rows.push(vec!["definition".into(), script.clone()]);
     }
+    let plan = serde_json::to_value(&meta.plan).unwrap_or_default();
     for part in ["workload", "options"] {
-        if let Some(value) = meta.plan.get(part) {
+        if let Some(value) = plan.get(part) {
             flatten(part, value, &mut rows);
         }
     }

@@ -31,8 +31,24 @@ pub(crate) fn sample_results() -> ResultsFile {
         name: "checkout <flow>".into(),
         target: "http://127.0.0.1:8080".into(),
         barrage_version: "0.1.0".into(),
-        plan: serde_json::json!({"workload": {"model": "open_arrivals", "phases": [
-            {"duration": 10000, "rate": 100.0, "ramp_to": 200.0}], "max_clients": null, "grace_period": 5000}}),
+        plan: {
+            use barrage_plan::*;
+            Plan {
+                format_version: PLAN_FORMAT_VERSION,
+                name: "checkout <flow>".into(),
+                target: Target::parse("http://127.0.0.1:8080").unwrap(),
+                options: TestOptions::default(),
+                workload: Workload::open(
+                    Stages::from_targets(100.0, [(std::time::Duration::from_secs(10), 200.0)]),
+                    None,
+                    std::time::Duration::from_secs(5),
+                ),
+                tags: vec!["GET /".into(), "POST /cart".into()],
+                sessions: vec![],
+                data_sources: vec![],
+                metrics: MetricsSpec::default(),
+            }
+        },
         script: Some("checkout.js".into()),
         overrides: Default::default(),
         seed: Some(1),

@@ -3,7 +3,7 @@
 //! requests in flight, and planned arrivals.
 
 use barrage_metrics::{LatencyHistogram, RunMetrics, SecondBucket};
-use barrage_plan::Workload;
+use barrage_plan::Plan;
 
 /// Most points a line gets; longer runs are drawn in windows of several seconds.
 const MAX_POINTS: usize = 1_200;
@@ -107,11 +107,11 @@ pub fn latency_lines(metrics: &RunMetrics) -> (LatencyLines, Vec<LatencyLines>) 
     (all_lines, tag_lines)
 }
 
-/// The planned arrival rate per second, from the plan's arrival schedule (open arrivals and
-/// arrival rates served by a pool: [`Workload::arrival_schedule`]).
-pub fn planned_arrivals(plan: &serde_json::Value, seconds: usize) -> Option<Vec<(f64, f64)>> {
-    let workload: Workload = serde_json::from_value(plan.get("workload")?.clone()).ok()?;
-    let schedule = workload.arrival_schedule()?;
+/// The planned arrival rate per second, from the plan's planned arrivals (open arrivals and
+/// arrival rates served by a pool, a segment's share of them: [`Plan::planned_arrivals`],
+/// the runner's source too).
+pub fn planned_arrivals(plan: &Plan, seconds: usize) -> Option<Vec<(f64, f64)>> {
+    let schedule = plan.planned_arrivals()?;
     let last = (schedule.end().as_secs_f64().ceil() as usize)
         .max(seconds)
         .min(86_400);

@@ -3,7 +3,7 @@
 //! `--define`, and errors inside imported files naming them.
 
 use super::{compare_snapshot, fixtures};
-use barrage_plan::{Body, Step, Workload};
+use barrage_plan::{Admission, Body, Step};
 use barrage_script::{compile_file_with, Compiled, ScriptInputs};
 
 fn compile(path: &str, defines: &[(&str, &str)]) -> Result<Compiled, String> {
@@ -53,10 +53,12 @@ fn the_published_heartbeat_plans_with_one_warning_for_its_unused_param() {
     // `:token` is left for the session variable; the unused param is dropped.
     assert_eq!(pings[1].path, "/ping?delay=100&token=:token");
     assert!(pings[1].params.is_empty());
-    let Workload::OpenArrivals(open) = &compiled.plan.workload else {
-        panic!("{:?}", compiled.plan.workload)
-    };
-    assert_eq!(open.max_clients, Some(200));
+    assert_eq!(
+        compiled.plan.workload.admission,
+        Admission::PerArrival {
+            max_clients: Some(200)
+        }
+    );
 }
 
 #[test]
@@ -69,10 +71,13 @@ fn stormforger_verbs_and_options_plan_with_their_meaning() {
     // setSessionProbabilities(0.25, 0.75) wins over the session's 0.3 and 0.7.
     let weights: Vec<u32> = plan.sessions.iter().map(|s| s.weight).collect();
     assert_eq!(weights, vec![25, 75]);
-    let Workload::OpenArrivals(open) = &plan.workload else {
-        panic!()
-    };
-    assert_eq!(open.max_clients, Some(300), "the largest phase limit");
+    assert_eq!(
+        plan.workload.admission,
+        Admission::PerArrival {
+            max_clients: Some(300)
+        },
+        "the largest phase limit"
+    );
     let browse = requests(&compiled, 0);
     let header = |r: &barrage_plan::RequestStep, name: &str| {
         r.headers
@@ -141,10 +146,12 @@ fn a_multi_file_test_case_plans_with_defines() {
     let staging = compile("sf_modules/index.mjs", &[]).unwrap();
     compare_snapshot("sf_modules", &staging.plan);
     assert_eq!(requests(&staging, 0)[0].path, "/hello?env=staging");
-    let Workload::OpenArrivals(open) = &staging.plan.workload else {
-        panic!()
-    };
-    assert_eq!(open.max_clients, Some(23));
+    assert_eq!(
+        staging.plan.workload.admission,
+        Admission::PerArrival {
+            max_clients: Some(23)
+        }
+    );
     let prod = compile(
         "sf_modules/index.mjs",
         &[

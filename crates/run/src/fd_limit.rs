@@ -2,7 +2,7 @@
 //! whose clients need more connections than that is warned about before it starts (those
 //! connects fail as `local_fd_limit`, a generator-side error, not the target's).
 
-use barrage_plan::{ConnectionModel, Plan, Workload};
+use barrage_plan::{Admission, ConnectionModel, Plan};
 
 /// Descriptors kept for everything but connections (stdio, results files, epoll, threads).
 const RESERVED: u64 = 64;
@@ -14,9 +14,9 @@ pub fn raise() -> Option<u64> {
 
 /// Connections the plan may hold open at once, when its model bounds them.
 fn connections_needed(plan: &Plan) -> Option<u64> {
-    let clients = match &plan.workload {
-        Workload::OpenArrivals(open) => open.max_clients?,
-        workload => workload.vus()?,
+    let clients = match plan.workload.admission {
+        Admission::PerArrival { max_clients } => max_clients?,
+        _ => plan.workload.vus()?,
     };
     Some(match plan.options.connections.model {
         ConnectionModel::Shared => {

@@ -5,7 +5,7 @@
 
 use barrage_engine::LiveSnapshot;
 use barrage_metrics::{LatencyHistogram, RunMetrics};
-use barrage_plan::{Plan, Workload};
+use barrage_plan::{Admission, Bound, Plan, Workload};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -87,14 +87,18 @@ impl SnapshotStatus {
 
 /// "stage 2/3" (or "phase") at `elapsed`, for workloads that have stages or phases.
 pub fn stage_at(workload: &Workload, elapsed: Duration) -> Option<String> {
-    let (word, durations): (&str, Vec<Duration>) = match workload {
-        Workload::OpenArrivals(open) => ("phase", open.phases.iter().map(|p| p.duration).collect()),
-        Workload::RampingVus(ramp) => ("stage", ramp.stages.iter().map(|s| s.duration).collect()),
-        Workload::ArrivalPool(pool) if pool.stages.len() > 1 => {
-            ("stage", pool.stages.iter().map(|s| s.duration).collect())
-        }
-        _ => return None,
+    let word = match &workload.admission {
+        _ if workload.bound != Bound::Duration => return None,
+        Admission::PerArrival { .. } => "phase",
+        Admission::Loop | Admission::GrowAndDrop { .. } => "stage",
+        Admission::Paced { .. } | Admission::Recorded { .. } => return None,
     };
+    let durations: Vec<Duration> = workload
+        .schedule
+        .pieces
+        .iter()
+        .map(|p| p.duration)
+        .collect();
     if durations.len() < 2 {
         return None;
     }
@@ -168,18 +172,21 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use barrage_plan::{ArrivalPhase, OpenArrivals};
+    use barrage_plan::Stages;
 
     #[test]
     fn names_the_phase_and_describes_the_status() {
-        let workload = Workload::OpenArrivals(OpenArrivals {
-            phases: vec![
-                ArrivalPhase::new(Duration::from_secs(2), 10.0, None),
-                ArrivalPhase::new(Duration::from_secs(3), 10.0, None),
-            ],
-            max_clients: None,
-            grace_period: Duration::ZERO,
-        });
+        let workload = Workload::open(
+            Stages::from_targets(
+                10.0,
+                [
+                    (Duration::from_secs(2), 10.0),
+                    (Duration::from_secs(3), 10.0),
+                ],
+            ),
+            None,
+            Duration::ZERO,
+        );
         assert_eq!(
             stage_at(&workload, Duration::from_secs(1)).unwrap(),
             "phase 1/2"

@@ -1,48 +1,20 @@
-//! Every output of a run, in one place: the flags that ask for them (`--json`, `--junit`,
-//! `--csv`, `--out ndjson=FILE`, `--out samples=FILE:RATE`, and with [`crate::record`]'s
-//! flags the results file and `--html`), the files created before any load starts (an
-//! unwritable path is a usage error naming its flag, exit 2, before the run), and the one
-//! renderer that writes them from a run's results — `run`, `quick` and `report` all use it.
+//! Every output of a run, in one place: the list a command asks for ([`OutputList`]: files
+//! such as `--json`, `--junit`, `--csv`, `--results`, `--html`; streams such as
+//! `--out ndjson=FILE`, `--out samples=FILE:RATE`, live exports and the dashboard), the files
+//! created before any load starts (an unwritable path is a usage error naming its flag, exit
+//! 2, before the run), and the one renderer that writes them from a run's results — `run`,
+//! `quick`, `demo` and `report` all use it.
 
 use crate::usage::usage;
 use anyhow::Context;
 use barrage_engine::SampleSink;
 use barrage_plan::Aggregation;
-use barrage_report::{render_csv, render_html, render_junit, Summary, DEFAULT_TREND_STATS};
+use barrage_report::{render_csv, render_html, render_junit, Summary};
 use barrage_results::ResultsFile;
 use std::fs::File;
 use std::io::{BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-#[derive(Debug, Default, Clone, clap::Args)]
-pub struct OutputArgs {
-    /// Also write the full summary (metrics, thresholds, checks, per-second series) as JSON
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write every threshold and check as a JUnit XML test case
-    #[arg(long, value_name = "FILE")]
-    pub junit: Option<PathBuf>,
-    /// Write the per-second time series as CSV (one row per second and tag)
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-    /// Stream during the run: `ndjson=FILE` (per-second aggregates), `samples=FILE:RATE`
-    /// (a random share RATE, 0–1, of requests, one JSON line each), `prometheus-rw=URL`
-    /// (Prometheus remote write) or `otlp=URL` (OTLP/HTTP metrics); repeatable
-    #[arg(long = "out", value_name = "KIND=FILE")]
-    pub out: Vec<String>,
-    /// Serve a live dashboard (charts fed by server-sent events, the final HTML report at the
-    /// end) on ADDR, 127.0.0.1:5665 when no address is given
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = barrage_stream::dashboard::DEFAULT_ADDR)]
-    pub dashboard: Option<String>,
-    /// Trend columns of the summary, e.g. "avg,min,med,max,p(90),p(95),p(99.9)"
-    #[arg(long, value_name = "STATS")]
-    pub summary_trend_stats: Option<String>,
-    /// Keep this header's values out of the results, reports and history, like
-    /// Authorization, Cookie and Proxy-Authorization always are (repeatable)
-    #[arg(long, value_name = "HEADER")]
-    pub redact: Vec<String>,
-}
 
 /// Outputs streamed while the run goes on.
 #[derive(Default)]
@@ -81,12 +53,41 @@ pub fn render(format: Format, results: &ResultsFile, summary: &Summary) -> Vec<u
     }
 }
 
+impl Format {
+    /// The flag that asks for this output, in every command that writes it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Format::Results => "--results",
+            Format::Json => "--json",
+            Format::Junit => "--junit",
+            Format::Csv => "--csv",
+            Format::Html => "--html",
+        }
+    }
+}
+
 /// An output asked for: the flag that named it, its path and what it holds.
 #[derive(Debug, Clone)]
 pub struct Wanted {
     pub flag: &'static str,
     pub path: PathBuf,
     pub format: Format,
+}
+
+impl Wanted {
+    /// The files asked for among `(format, path given)` pairs.
+    pub fn given(paths: impl IntoIterator<Item = (Format, Option<PathBuf>)>) -> Vec<Wanted> {
+        paths
+            .into_iter()
+            .filter_map(|(format, path)| {
+                path.map(|path| Wanted {
+                    flag: format.flag(),
+                    path,
+                    format,
+                })
+            })
+            .collect()
+    }
 }
 
 /// An output file, opened before the run.
@@ -174,42 +175,34 @@ impl OutputFiles {
     }
 }
 
-impl OutputArgs {
-    /// The Trend statistics to show.
-    pub fn trend_stats(&self) -> anyhow::Result<Vec<Aggregation>> {
-        let Some(text) = &self.summary_trend_stats else {
-            return Ok(DEFAULT_TREND_STATS.to_vec());
-        };
-        let stats: Vec<Aggregation> = text
-            .split(',')
-            .map(|item| {
-                Aggregation::parse(item)
-                    .filter(|a| !matches!(a, Aggregation::Rate | Aggregation::Value))
-                    .ok_or_else(|| {
-                        usage(format!(
-                            "--summary-trend-stats: `{}` is not a trend statistic (avg, min, med, max, count, p(N))",
-                            item.trim()
-                        ))
-                    })
-            })
-            .collect::<anyhow::Result<_>>()?;
-        if stats.is_empty() {
-            return Err(usage("--summary-trend-stats: name at least one statistic"));
-        }
-        Ok(stats)
-    }
+/// Everything a command line asks a run to write: the end-of-run files, the `--out` specs
+/// streamed while it runs, the dashboard's address, the summary's trend columns and the
+/// headers to redact. [`crate::RunSpec::new`] checks it and opens every output before load.
+#[derive(Debug, Clone, Default)]
+pub struct OutputList {
+    pub files: Vec<Wanted>,
+    /// `--out KIND=...` specs, as given.
+    pub out: Vec<String>,
+    /// `--dashboard [ADDR]`.
+    pub dashboard: Option<String>,
+    /// Trend columns of the summary (empty: the default ones).
+    pub trend_stats: Vec<Aggregation>,
+    /// Header names whose values are kept out of everything the run leaves behind.
+    pub redact: Vec<String>,
+}
 
-    /// Checks the `--out` specs and opens their files (exit 2, naming `--out`, when
-    /// malformed or not writable).
-    pub fn streams(&self, tags: &[String]) -> anyhow::Result<Streams> {
+impl Streams {
+    /// Checks the `--out` specs and opens their files, and starts the dashboard (exit 2,
+    /// naming the flag, when malformed or not writable).
+    pub fn open(out: &[String], dashboard: Option<&str>, tags: &[String]) -> anyhow::Result<Self> {
         let mut streams = Streams::default();
-        if let Some(addr) = &self.dashboard {
+        if let Some(addr) = dashboard {
             let dashboard = barrage_stream::Dashboard::start(addr)
                 .map_err(|e| usage(format!("--dashboard {addr}: cannot listen there ({e})")))?;
             eprintln!("dashboard: http://{}/", dashboard.addr);
             streams.dashboard = Some(dashboard);
         }
-        for spec in &self.out {
+        for spec in out {
             let (kind, rest) = spec.split_once('=').ok_or_else(|| {
                 usage(format!(
                     "--out `{spec}`: expected ndjson=FILE or samples=FILE:RATE"
@@ -260,18 +253,6 @@ impl OutputArgs {
         }
         Ok(streams)
     }
-
-    /// The end-of-run files these flags ask for.
-    pub fn wanted(&self) -> Vec<Wanted> {
-        [
-            ("--json", &self.json, Format::Json),
-            ("--junit", &self.junit, Format::Junit),
-            ("--csv", &self.csv, Format::Csv),
-        ]
-        .into_iter()
-        .filter_map(|(flag, path, format)| path.clone().map(|path| Wanted { flag, path, format }))
-        .collect()
-    }
 }
 
 #[cfg(test)]
@@ -279,24 +260,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn trend_stats_and_out_specs_are_checked() {
-        let args = OutputArgs {
-            summary_trend_stats: Some("avg, p(99.9),max".into()),
-            ..OutputArgs::default()
-        };
-        assert_eq!(
-            args.trend_stats().unwrap(),
-            vec![
-                Aggregation::Avg,
-                Aggregation::Percentile(99.9),
-                Aggregation::Max
-            ]
-        );
-        let bad = OutputArgs {
-            summary_trend_stats: Some("avg,p99".into()),
-            ..OutputArgs::default()
-        };
-        assert!(bad.trend_stats().unwrap_err().to_string().contains("`p99`"));
+    fn out_specs_are_checked() {
         for (spec, message) in [
             ("csv=x", "unknown output"),
             ("samples=x", "sampling rate"),
@@ -305,11 +269,10 @@ mod tests {
             ("prometheus-rw=localhost:9090", "only http://"),
             ("experimental-prometheus-rw=::", "is not a URL"),
         ] {
-            let args = OutputArgs {
-                out: vec![spec.into()],
-                ..OutputArgs::default()
-            };
-            let e = args.streams(&[]).err().unwrap().to_string();
+            let e = Streams::open(&[spec.into()], None, &[])
+                .err()
+                .unwrap()
+                .to_string();
             assert!(e.contains(message), "{spec}: {e}");
         }
     }

@@ -4,9 +4,8 @@
 //! grace period; second: stop at once; both still summarise and write every output).
 
 use crate::live::Live;
-use crate::outputs::{OutputArgs, OutputFiles, Streams};
+use crate::outputs::{OutputFiles, OutputList, Streams};
 use crate::progress::Progress;
-use crate::record::RecordArgs;
 use crate::usage::{exit, usage};
 use anyhow::Context;
 use barrage_engine::RunControl;
@@ -98,18 +97,6 @@ pub struct RunOptions {
     pub scripted: Option<barrage_engine::SharedVuFactory>,
 }
 
-impl RunOptions {
-    /// Progress only, no streams, default columns.
-    pub fn plain(show_progress: bool) -> Self {
-        Self {
-            show_progress,
-            streams: Streams::default(),
-            trend_stats: DEFAULT_TREND_STATS.to_vec(),
-            scripted: None,
-        }
-    }
-}
-
 /// A validated run: the plan, what the command line knew about it, and every output already
 /// opened. Building one does all the checking; [`RunSpec::run`] only runs.
 pub struct RunSpec {
@@ -125,16 +112,17 @@ impl RunSpec {
     pub fn new(
         plan: Plan,
         mut context: RunContext,
-        outputs: &OutputArgs,
-        record: &RecordArgs,
+        outputs: OutputList,
         show_progress: bool,
     ) -> anyhow::Result<Self> {
-        let trend_stats = outputs.trend_stats()?;
+        let trend_stats = if outputs.trend_stats.is_empty() {
+            DEFAULT_TREND_STATS.to_vec()
+        } else {
+            outputs.trend_stats
+        };
         context.redaction = Redaction::new(&outputs.redact);
-        let streams = outputs.streams(&plan.tags)?;
-        let mut wanted = outputs.wanted();
-        wanted.extend(record.wanted(&plan.name));
-        let files = OutputFiles::open(wanted)?;
+        let streams = Streams::open(&outputs.out, outputs.dashboard.as_deref(), &plan.tags)?;
+        let files = OutputFiles::open(outputs.files)?;
         Ok(Self {
             plan,
             context,
@@ -148,7 +136,8 @@ impl RunSpec {
         })
     }
 
-    /// Runs the plan; returns the finished run and its output files, still to be written.
+    /// Runs the plan: the one way every command runs a test. Returns the finished run and
+    /// its output files, opened and still to be written.
     pub fn run(self) -> anyhow::Result<(Finished, OutputFiles)> {
         let finished = execute(&self.plan, self.options, &self.context)?;
         Ok((finished, self.files))
@@ -162,7 +151,7 @@ pub fn progress_wanted() -> bool {
 
 /// Runs `plan` to its end (or to Ctrl-C, or to a failed `abortOnFail` threshold) and
 /// summarises it.
-pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow::Result<Finished> {
+fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow::Result<Finished> {
     // Bad TLS input (an unreadable --cacert, a key that does not match) is a usage error,
     // found before any load starts.
     barrage_engine::connector(plan).map_err(|e| usage(format!("TLS: {e}")))?;
@@ -182,7 +171,10 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
             barrage_stream::LiveExports::start(
                 options.streams.exports,
                 &plan.tags,
-                plan.options.segment.map(|segment| segment.to_string()),
+                plan.options
+                    .segment
+                    .as_ref()
+                    .map(|segment| segment.to_string()),
             )
         })
         .transpose()
@@ -292,7 +284,7 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         barrage_version: env!("CARGO_PKG_VERSION").to_string(),
         // What a run keeps holds no credentials: sensitive header values, URL userinfo and
         // data-file rows are taken out here, before anything is rendered or stored.
-        plan: serde_json::to_value(context.redaction.plan(plan))?,
+        plan: context.redaction.plan(plan),
         script: context.script.clone(),
         overrides: context
             .overrides
@@ -307,14 +299,10 @@ pub fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow
         interrupted: outcome.interrupted,
         threads: outcome.threads,
         tags: plan.tags.clone(),
+        // A segment plans its fraction of the arrivals: merged segments add up to the test.
         planned_arrivals: plan
-            .workload
-            .arrival_schedule()
-            // A segment plans its fraction of the arrivals: merged segments add up to the test.
-            .map(|schedule| {
-                let fraction = plan.options.segment.map_or(1.0, |s| s.fraction());
-                planned(schedule.total() * fraction, schedule.end().as_secs_f64())
-            }),
+            .planned_arrivals()
+            .map(|schedule| planned(schedule.total(), schedule.end().as_secs_f64())),
         merged_from: Vec::new(),
         request_id_prefix: Some(outcome.request_id_prefix.clone()),
         segment: crate::segment_run::segment_meta(plan, context.start_at, outcome.started_at),

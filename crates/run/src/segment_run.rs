@@ -58,7 +58,11 @@ pub fn segment_meta(
     if plan.options.segment.is_none() && start_at.is_none() {
         return None;
     }
-    let segment = plan.options.segment.unwrap_or(barrage_plan::Segment::WHOLE);
+    let segment = plan
+        .options
+        .segment
+        .clone()
+        .unwrap_or(barrage_plan::Segment::WHOLE);
     let offset_ns = start_at.map(|at| match started_at.duration_since(at) {
         Ok(late) => i64::try_from(late.as_nanos()).unwrap_or(i64::MAX),
         Err(early) => -i64::try_from(early.duration().as_nanos()).unwrap_or(i64::MAX),
