@@ -2,11 +2,14 @@
 
 use barrage_fuzz::targets::{body, h1, h2, results, values};
 
+/// A target: its corpus name and its function.
+type Target = (&'static str, fn(&[u8]));
+
 /// Every corpus entry of every target runs clean (the driver also replays them, with
 /// mutations; this is the plain replay, the place the libFuzzer finds land).
 #[test]
 fn every_corpus_entry_runs_clean() {
-    let targets: [(&str, fn(&[u8])); 7] = [
+    let targets: [Target; 7] = [
         ("http1_response", h1::one_response),
         ("http2_connection", h2::connection_run),
         ("hpack", h2::hpack_run),
