@@ -8,6 +8,8 @@
 //! Why not cargo-fuzz or bolero: libFuzzer needs nightly, and the targets must run in plain
 //! `cargo test` in CI; this driver needs nothing but `rand`.
 
+pub mod targets;
+
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -2,14 +2,14 @@
 //! sans-IO connection (bytes in, in the pieces a socket might deliver), and the HPACK and
 //! Huffman decoders on their own.
 
-use barrage_fuzz::fuzz;
 use barrage_h2proto::{huffman_decode, Connection, Decoder, KeepBody, Phase};
 use std::time::Instant;
 
 const REQUEST: &[u8] = b"GET /fuzz HTTP/1.1\r\nHost: 127.0.0.1\r\nx-request-id: 1\r\n\r\n";
 const POST: &[u8] = b"POST /fuzz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\n\r\nhello";
 
-fn connection_run(input: &[u8]) {
+/// Server bytes through the sans-IO connection (the first two bytes choose its settings).
+pub fn connection_run(input: &[u8]) {
     let (control, frames) = input.split_at(input.len().min(2));
     let control = [
         control.first().copied().unwrap_or(0),
@@ -61,7 +61,8 @@ fn connection_run(input: &[u8]) {
     assert_eq!(conn.active(), 0, "every stream released");
 }
 
-fn hpack_run(input: &[u8]) {
+/// Two HPACK blocks sharing a dynamic table, and the same bytes as Huffman code.
+pub fn hpack_run(input: &[u8]) {
     let mut decoder = Decoder::default();
     // Two blocks from one input: the dynamic table carries over.
     let cut = input
@@ -77,14 +78,4 @@ fn hpack_run(input: &[u8]) {
         // Huffman codes are at least 5 bits: at most 8/5 symbols per input byte.
         assert!(out.len() <= input.len() * 8 / 5 + 1);
     }
-}
-
-#[test]
-fn fuzz_http2_connection() {
-    fuzz("http2_connection", connection_run);
-}
-
-#[test]
-fn fuzz_hpack_and_huffman() {
-    fuzz("hpack", hpack_run);
 }
