@@ -121,6 +121,18 @@ impl TagMetrics {
         self.errors.iter().sum::<u64>() - self.interrupted()
     }
 
+    /// Requests that failed as k6's `http_req_failed` counts them by default: an error, or
+    /// a response with a status of 400 or more.
+    pub fn failed_requests(&self) -> u64 {
+        self.error_count()
+            + self
+                .status
+                .iter()
+                .filter(|(s, _)| *s >= 400)
+                .map(|(_, n)| n)
+                .sum::<u64>()
+    }
+
     /// Requests that ended, with a response or an error.
     pub fn requests(&self) -> u64 {
         self.responses() + self.error_count()

@@ -251,13 +251,7 @@ fn with_zeros(histogram: &LatencyHistogram, responses: u64) -> LatencyHistogram 
 /// The `http_*` and `data_*` metrics of `tag` (all tags merged when `name` is `None`).
 fn http_metrics(tag: &TagMetrics, name: Option<&str>, elapsed: Duration) -> Vec<K6Metric> {
     let responses = tag.responses();
-    let failed = tag.error_count()
-        + tag
-            .status
-            .iter()
-            .filter(|(s, _)| *s >= 400)
-            .map(|(_, n)| n)
-            .sum::<u64>();
+    let failed = tag.failed_requests();
     let connecting = with_zeros(&tag.connect, responses);
     let tls = with_zeros(&tag.tls, responses);
     vec![

@@ -30,13 +30,7 @@ pub fn frame(
             let recent = latest.and_then(|s| tag.latency_by_second.decoded_if_any(s));
             let ms = |p: f64| recent.as_ref().map(|h| h.percentile_micros(p) as f64 / 1e3);
             let requests = tag.requests();
-            let failed = tag.error_count()
-                + tag
-                    .status
-                    .iter()
-                    .filter(|(s, _)| *s >= 400)
-                    .map(|(_, n)| n)
-                    .sum::<u64>();
+            let failed = tag.failed_requests();
             json!({
                 "name": name,
                 "requests": requests,

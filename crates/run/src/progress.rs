@@ -38,13 +38,7 @@ impl SnapshotStatus {
             )
         });
         let total = metrics.total();
-        let failed = total.error_count()
-            + total
-                .status
-                .iter()
-                .filter(|(s, _)| *s >= 400)
-                .map(|(_, n)| n)
-                .sum::<u64>();
+        let failed = total.failed_requests();
         let error_rate = if total.requests() == 0 {
             0.0
         } else {

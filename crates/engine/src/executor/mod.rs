@@ -310,22 +310,8 @@ mod tests {
 
         // Paced slots: every slot of the run belongs to exactly one worker of one segment.
         let paced = Workload::paced(100.0, 8, None, Some(50));
-        let mut slots = Vec::new();
-        for segment in segments(3) {
-            for share in assign(&paced, 2, &segment) {
-                let Assignment::ArrivalRate { schedule, .. } = share.assignment else {
-                    panic!("{share:?}")
-                };
-                let limit = schedule.limit.unwrap();
-                slots.extend(
-                    (0..)
-                        .map(|m| schedule.slots.nth(m))
-                        .take_while(|&k| k < limit),
-                );
-            }
-        }
-        slots.sort_unstable();
-        assert_eq!(slots, (0..50).collect::<Vec<_>>());
+        let parts: Vec<Segment> = segments(3).collect();
+        assert_eq!(paced_slots(&paced, &parts), (0..50).collect::<Vec<_>>());
 
         // Ramping VUs: the segments' workers' shares sum to the target at every value.
         let ramp = Workload::ramping_vus(
@@ -347,6 +333,26 @@ mod tests {
                 target
             );
         }
+    }
+
+    /// Every paced slot the segments' workers (two per segment) take, sorted.
+    fn paced_slots(paced: &Workload, parts: &[Segment]) -> Vec<u64> {
+        let mut slots = Vec::new();
+        for segment in parts {
+            for share in assign(paced, 2, segment) {
+                let Assignment::ArrivalRate { schedule, .. } = share.assignment else {
+                    panic!("{share:?}")
+                };
+                let limit = schedule.limit.unwrap();
+                slots.extend(
+                    (0..)
+                        .map(|m| schedule.slots.nth(m))
+                        .take_while(|&k| k < limit),
+                );
+            }
+        }
+        slots.sort_unstable();
+        slots
     }
 
     #[test]
@@ -371,22 +377,7 @@ mod tests {
         assert_eq!((vus, budget), (23, 1001));
         // Paced slots: each of the run's slots is one worker's of one segment.
         let paced = Workload::paced(100.0, 40, None, Some(300));
-        let mut slots = Vec::new();
-        for segment in &parts {
-            for share in assign(&paced, 2, segment) {
-                let Assignment::ArrivalRate { schedule, .. } = share.assignment else {
-                    panic!("{share:?}")
-                };
-                let limit = schedule.limit.unwrap();
-                slots.extend(
-                    (0..)
-                        .map(|m| schedule.slots.nth(m))
-                        .take_while(|&k| k < limit),
-                );
-            }
-        }
-        slots.sort_unstable();
-        assert_eq!(slots, (0..300).collect::<Vec<_>>());
+        assert_eq!(paced_slots(&paced, &parts), (0..300).collect::<Vec<_>>());
         // Open arrivals: the segments' rates add up to the test's.
         let open = Workload::open(
             barrage_plan::Stages::from_targets(90.0, [(Duration::from_secs(10), 90.0)]),
