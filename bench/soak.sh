@@ -4,7 +4,9 @@
 #   1. barrage quick -q RATE (steady paced rate, per-client connections) against /bytes/1024
 #   2. barrage run bench/soak-sessions.js (open model: 40 short sessions/s, each its own
 #      client and connection, with a jsonpath extraction)
-# and samples each generator's RSS every 10 s into rss.csv (seconds, quick KiB, run KiB).
+# and samples each generator's RSS every 10 s into rss.csv (seconds, quick KiB, run KiB), and
+# for `run` the detail that tells heap growth from allocator arenas in run-detail.csv
+# (seconds, RSS, anonymous KiB, threads, memory mappings).
 # All load goes to 127.0.0.1; every run is bounded by its duration (plus a kill timeout).
 set -euo pipefail
 # shellcheck source=lib.sh
@@ -31,13 +33,23 @@ RUN=$!
 log "soak: quick pid $QUICK, run pid $RUN, $MINUTES min, samples in $OUT/rss.csv"
 
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo NA; }
+detail() {
+  local anon threads maps
+  anon=$(awk '/^Anonymous:/ { print $2 }' "/proc/$1/smaps_rollup" 2>/dev/null || echo NA)
+  threads=$(awk '/^Threads:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo NA)
+  maps=$(wc -l < "/proc/$1/maps" 2>/dev/null || echo NA)
+  echo "$(rss "$1"),$anon,$threads,$maps"
+}
 # timeout(1) is the parent; the barrage process is its child.
 child() { pgrep -P "$1" | head -n1; }
 echo "seconds,quick_rss_kib,run_rss_kib" > "$OUT/rss.csv"
+echo "seconds,run_rss_kib,run_anon_kib,run_threads,run_maps" > "$OUT/run-detail.csv"
 start=$(date +%s)
 while kill -0 "$QUICK" 2>/dev/null || kill -0 "$RUN" 2>/dev/null; do
   q=$(child "$QUICK" || true); r=$(child "$RUN" || true)
-  echo "$(( $(date +%s) - start )),$( [[ -n "$q" ]] && rss "$q" || echo NA),$( [[ -n "$r" ]] && rss "$r" || echo NA)" >> "$OUT/rss.csv"
+  now=$(( $(date +%s) - start ))
+  echo "$now,$( [[ -n "$q" ]] && rss "$q" || echo NA),$( [[ -n "$r" ]] && rss "$r" || echo NA)" >> "$OUT/rss.csv"
+  [[ -n "$r" ]] && echo "$now,$(detail "$r")" >> "$OUT/run-detail.csv"
   sleep 10
 done
 wait "$QUICK" || log "quick exited $?"

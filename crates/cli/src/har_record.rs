@@ -410,7 +410,8 @@ fn decoded(headers: &[(String, String)], raw: CapturedBody, limit: usize) -> (Ca
     let mut sink = BodySink::default();
     sink.start(true, limit);
     sink.set_coding(coding);
-    match sink.push(&raw.kept).ok().and_then(|()| sink.body()) {
+    // Whole in memory already (up to --max-body-size): decoded at once.
+    match sink.push_all(&raw.kept).ok().and_then(|()| sink.body()) {
         Some(body) => (
             CapturedBody {
                 kept: body.to_vec(),
