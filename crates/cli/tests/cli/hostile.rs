@@ -266,3 +266,62 @@ fn a_million_clients_start_progressively_and_the_run_ends_on_time() {
     assert!(started > 0 && started < 1_000_000, "{summary:#}");
     assert!(u(&summary, "responses") > 0, "{summary:#}");
 }
+
+/// Ramping VUs to a million (`--stages`, k6 `ramping-vus`; also `--vus` with `--duration`,
+/// k6 `constant-vus`, and per-VU iterations): VUs are made as the target passes them, a batch
+/// per turn, so the run sends at once, ends on time and holds only the VUs it got to (all
+/// made up front: no request in the run's time, gigabytes of VUs).
+#[test]
+fn a_ramp_to_a_million_vus_starts_them_progressively_and_ends_on_time() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let source = format!(
+        "definition.setTarget(\"http://{}\");\n\
+         definition.setArrivalPhases([{{ duration: 1, rate: 1 }}]);\n\
+         definition.session(\"s\", function (session) {{ session.get(\"/\"); }});\n",
+        target.addr
+    );
+    let script = scratch_file("million-vus.js", source.as_bytes());
+    for workload in [
+        &["--stages", "1s:1000000"][..],
+        &["--vus", "1000000", "--duration", "1s"][..],
+        &["--vus", "1000000", "--iterations", "1", "--duration", "1s"][..],
+    ] {
+        let json = scratch_file("million-vus.json", b"");
+        let mut argv = vec![
+            "run",
+            script.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        argv.extend_from_slice(workload);
+        let (out, peak) = run_measured(&argv);
+        assert!(
+            matches!(out.code(), Some(0 | 1)),
+            "{workload:?}: {}",
+            out.stderr
+        );
+        assert!(
+            out.elapsed < ON_TIME,
+            "{workload:?}: took {:?}",
+            out.elapsed
+        );
+        assert!(
+            peak > 0 && peak < 1024 * 1024,
+            "{workload:?}: peak RSS {peak} KiB"
+        );
+        let summary: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap())
+            .unwrap_or_else(|e| panic!("{workload:?}: no summary ({e})\n{}", out.stderr));
+        assert_eq!(
+            u(&summary["vus_peak"], "vus_max"),
+            1_000_000,
+            "{workload:?}: {summary:#}"
+        );
+        let started = u(&summary["sessions"], "started");
+        assert!(
+            started > 0 && started < 1_000_000,
+            "{workload:?}: {summary:#}"
+        );
+        assert!(u(&summary, "responses") > 0, "{workload:?}: {summary:#}");
+    }
+}

@@ -24,7 +24,7 @@ pub fn one_body(input: &[u8]) {
     let mut sink = BodySink::default();
     sink.start(keep, limit);
     sink.set_coding(coding);
-    let turn_budget = u64::from(*limit) * 1024;
+    let turn_budget = limit as u64 * 16;
     let mut budget = turn_budget;
     'pieces: for piece in body.chunks(step) {
         let mut rest = piece;
