@@ -28,7 +28,7 @@ taskset -c "$GEN_CPU" timeout --kill-after=10 "$limit" "$BARRAGE" quick -q "$RAT
   -z "${MINUTES}m" "$URL/bytes/1024" > "$OUT/quick.txt" 2>&1 &
 QUICK=$!
 taskset -c "$GEN_CPU" timeout --kill-after=10 "$limit" "$BARRAGE" run "$BENCH_DIR/soak-sessions.js" \
-  --target "$URL" --duration-limit "${MINUTES}m" > "$OUT/run.txt" 2>&1 &
+  --target "$URL" --duration-limit "${MINUTES}m" --json "$OUT/run.json" > "$OUT/run.txt" 2>&1 &
 RUN=$!
 log "soak: quick pid $QUICK, run pid $RUN, $MINUTES min, samples in $OUT/rss.csv"
 
