@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Soak: barrage's memory stays flat over a long run. Starts the bundled target (CPU 1), then
 # at once (both on CPU 0, modest rates, for MINUTES each):
-#   1. barrage quick -q RATE (steady paced rate, per-client connections) against /bytes/1024
+#   1. barrage quick -q RATE -c 50 (steady paced rate, per-client connections) against
+#      /bytes/1024; -q is per client, as hey's, so the rate is 50 × RATE requests/s
 #   2. barrage run bench/soak-sessions.js (open model: 40 short sessions/s, each its own
 #      client and connection, with a jsonpath extraction)
 # and samples each generator's RSS every 10 s into rss.csv (seconds, quick KiB, run KiB), and
@@ -13,7 +14,7 @@ set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 
 MINUTES="${MINUTES:-30}"
-RATE="${RATE:-1000}"
+RATE="${RATE:-10}"
 OUT="${OUT:-$BENCH_DIR/results/soak-$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$OUT"
 trap bench_cleanup EXIT
