@@ -71,12 +71,14 @@ impl<'a> Decode<'a> {
         }
     }
 
-    /// Takes as much of `data` as this turn's budget allows; returns the bytes taken.
+    /// Takes as much of `data` as this turn's budget allows; returns the bytes taken. An
+    /// empty `data` gets output still pending from earlier pieces.
     #[inline]
     fn take(&mut self, data: &[u8]) -> Result<usize, ErrorKind> {
         let Some(sink) = self.sink.as_deref_mut() else {
             return Ok(data.len());
         };
+        self.paused = false;
         match sink.push(data, &mut self.budget)? {
             Pushed::All => Ok(data.len()),
             Pushed::Paused(taken) => {
@@ -86,11 +88,12 @@ impl<'a> Decode<'a> {
         }
     }
 
-    /// Gives the other tasks a turn, then renews the budget.
-    async fn next_turn(&mut self) {
+    /// Gives the other tasks a turn, then renews the budget and decodes what is still
+    /// pending from the last piece (until the budget runs out again: then `paused`).
+    async fn next_turn(&mut self) -> Result<(), ErrorKind> {
         tokio::task::yield_now().await;
         self.budget = TURN_BUDGET;
-        self.paused = false;
+        self.take(&[]).map(drop)
     }
 
     /// Takes all of `data`, over as many turns as its decoding needs.
@@ -100,15 +103,14 @@ impl<'a> Decode<'a> {
             if !self.paused {
                 return Ok(());
             }
-            self.next_turn().await;
+            self.next_turn().await?;
         }
     }
 
     /// At the body's end: decodes what is still pending, over as many turns as it needs.
     async fn finish(&mut self) -> Result<(), ErrorKind> {
         while self.paused {
-            self.next_turn().await;
-            self.take(&[])?;
+            self.next_turn().await?;
         }
         Ok(())
     }
@@ -271,7 +273,7 @@ impl Connection {
                     pending_from += used;
                     if decode.paused {
                         // The decode budget ran out in this piece: resume it next turn.
-                        decode.next_turn().await;
+                        decode.next_turn().await?;
                         continue;
                     }
                     if decoder.is_done() {
