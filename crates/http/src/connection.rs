@@ -497,7 +497,7 @@ mod tests {
         let framings = [
             format!("{head}Content-Length: {}\r\n\r\n", bomb.len()).into_bytes(),
             chunked,
-            format!("HTTP/1.0 200 OK\r\nContent-Encoding: gzip\r\n\r\n").into_bytes(),
+            b"HTTP/1.0 200 OK\r\nContent-Encoding: gzip\r\n\r\n".to_vec(),
         ];
         for (i, mut response) in framings.into_iter().enumerate() {
             if i != 1 {
