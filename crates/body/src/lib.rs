@@ -308,6 +308,7 @@ impl BodySink {
     }
 
     /// Collects the gzip or zlib header, then starts the stream after it.
+    #[inline]
     fn header(&mut self, data: &[u8], budget: &mut u64) -> Result<Pushed, ErrorKind> {
         if self.coding == ContentCoding::Br {
             self.brotli = Some(Box::new(BrotliState::new(
