@@ -42,7 +42,9 @@ mod tests {
         let turns: Vec<Duration> = (0..5).map(|_| capacity.take_turn(100, t0) - t0).collect();
         assert_eq!(
             turns,
-            (0..5).map(|i| Duration::from_millis(10 * i)).collect::<Vec<_>>()
+            (0..5)
+                .map(|i| Duration::from_millis(10 * i))
+                .collect::<Vec<_>>()
         );
         // Another rate has its own queue.
         assert_eq!(capacity.take_turn(7, t0), t0);

@@ -243,7 +243,9 @@ mod tests {
         assert!(Params::parse("size=0&size=104857600").is_ok());
         assert!(Params::parse("fail=0&fail=1&fail=0.5").is_ok());
         assert_eq!(
-            Params::parse("capacity=1&capacity=1000000").unwrap().capacity,
+            Params::parse("capacity=1&capacity=1000000")
+                .unwrap()
+                .capacity,
             Some(1_000_000)
         );
     }
