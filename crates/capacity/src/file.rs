@@ -73,7 +73,7 @@ fn merge_runs<'a>(runs: impl Iterator<Item = &'a Measure>, search: &Search) -> M
         load = run.load;
         started = started.min(run.started_at_unix_ns);
         let score =
-            |m: &Measure| m.generator.max_worker_cpu_percent + m.generator.lag_p99_us as f64 / 1e3;
+            |m: &Measure| m.generator.max_worker_cpu_percent + m.generator.tick_p99_us as f64 / 1e3;
         if worst.is_none_or(|w| score(run) > score(w)) {
             worst = Some(run);
         }

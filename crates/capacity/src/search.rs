@@ -194,9 +194,10 @@ impl Level {
         let worst = runs
             .iter()
             .max_by(|a, b| {
-                (a.generator.max_worker_cpu_percent + a.generator.lag_p99_us as f64 / 1e3)
+                (a.generator.max_worker_cpu_percent + a.generator.tick_p99_us as f64 / 1e3)
                     .total_cmp(
-                        &(b.generator.max_worker_cpu_percent + b.generator.lag_p99_us as f64 / 1e3),
+                        &(b.generator.max_worker_cpu_percent
+                            + b.generator.tick_p99_us as f64 / 1e3),
                     )
             })
             .map(|m| m.generator.clone())
@@ -204,6 +205,7 @@ impl Level {
                 max_worker_cpu_percent: 0.0,
                 cpu_wait_percent: 0.0,
                 lag_p99_us: 0,
+                tick_p99_us: 0,
                 stalls: 0,
                 ticks: 0,
                 fd_errors: 0,
@@ -286,6 +288,57 @@ impl Search {
 pub trait StepRunner {
     type Error;
     fn run_step(&mut self, load: f64) -> Result<Measure, Self::Error>;
+    /// A stop signal ended a step: the search ends with what it has.
+    fn stopped(&self) -> bool {
+        false
+    }
+}
+
+/// Runs `config.repeat` runs of `load` and judges them; `None` when a stop signal came.
+fn measure_level<R: StepRunner>(
+    config: &Config,
+    runner: &mut R,
+    load: f64,
+    role: Role,
+) -> Result<Option<Level>, R::Error> {
+    let mut runs = Vec::new();
+    for _ in 0..config.repeat {
+        runs.push(runner.run_step(load)?);
+        if runner.stopped() {
+            return Ok(None);
+        }
+    }
+    Ok(Some(Level::judge(load, role, runs, config)))
+}
+
+/// The whole ladder from `--start` to `--max`, no decision on the way: what segments run,
+/// so that every segment runs the same steps at the same times whatever its share shows.
+/// The knee is found on the merged steps (`file::merge`), to the ladder's granularity.
+pub fn ladder<R: StepRunner>(
+    config: Config,
+    runner: &mut R,
+    mut on_level: impl FnMut(&Level),
+) -> Result<Search, R::Error> {
+    let whole = config.whole();
+    let round = |x: f64| if whole { x.round().max(1.0) } else { x };
+    let (mut load, max) = (round(config.start), round(config.max));
+    let mut levels = Vec::new();
+    loop {
+        let Some(level) = measure_level(&config, runner, load, Role::Ladder)? else {
+            break;
+        };
+        on_level(&level);
+        levels.push(level);
+        if load >= max {
+            break;
+        }
+        load = config.growth.next(load, whole).min(max);
+    }
+    let mut found = conclude_levels(config, levels);
+    if runner.stopped() {
+        found.conclusion = format!("stopped before the end: {}", found.conclusion);
+    }
+    Ok(found)
 }
 
 /// Searches for the knee. `on_level` sees every step as it is judged (progress lines).
@@ -295,26 +348,35 @@ pub fn search<R: StepRunner>(
     mut on_level: impl FnMut(&Level),
 ) -> Result<Search, R::Error> {
     let mut levels: Vec<Level> = Vec::new();
-    let mut measure = |load: f64, role: Role, levels: &mut Vec<Level>| -> Result<bool, R::Error> {
-        let runs = (0..config.repeat)
-            .map(|_| runner.run_step(load))
-            .collect::<Result<Vec<_>, _>>()?;
-        let level = Level::judge(load, role, runs, &config);
-        on_level(&level);
-        let met = level.met;
-        levels.push(level);
-        Ok(met)
-    };
+    let mut stopped = false;
+    // Ok(None): a stop signal ended the step.
+    let mut measure =
+        |load: f64, role: Role, levels: &mut Vec<Level>| -> Result<Option<bool>, R::Error> {
+            let Some(level) = measure_level(&config, runner, load, role)? else {
+                return Ok(None);
+            };
+            on_level(&level);
+            let met = level.met;
+            levels.push(level);
+            Ok(Some(met))
+        };
     let whole = config.whole();
     let round = |x: f64| if whole { x.round().max(1.0) } else { x };
     let mut load = round(config.start);
     let max = round(config.max);
     let (mut good, mut bad): (Option<f64>, Option<f64>) = (None, None);
-    loop {
-        let mut met = measure(load, Role::Ladder, &mut levels)?;
+    'ladder: loop {
+        let Some(mut met) = measure(load, Role::Ladder, &mut levels)? else {
+            stopped = true;
+            break;
+        };
         if !met {
             // A breach is confirmed before it counts.
-            met = measure(load, Role::Confirm, &mut levels)?;
+            let Some(confirmed) = measure(load, Role::Confirm, &mut levels)? else {
+                stopped = true;
+                break 'ladder;
+            };
+            met = confirmed;
             if !met {
                 bad = Some(load);
                 break;
@@ -326,21 +388,28 @@ pub fn search<R: StepRunner>(
         }
         load = config.growth.next(load, whole).min(max);
     }
-    if let (Some(mut g), Some(mut b)) = (good, bad) {
+    if let (Some(mut g), Some(mut b), false) = (good, bad, stopped) {
         while (b - g) / b > config.precision && !(whole && b - g <= 1.0) {
             let mid = round((g + b) / 2.0);
             if mid <= g || mid >= b {
                 break;
             }
-            if measure(mid, Role::Bisect, &mut levels)? {
-                g = mid;
-            } else {
-                b = mid;
+            match measure(mid, Role::Bisect, &mut levels)? {
+                Some(true) => g = mid,
+                Some(false) => b = mid,
+                None => {
+                    stopped = true;
+                    break;
+                }
             }
         }
         (good, bad) = (Some(g), Some(b));
     }
-    Ok(conclude(config, levels, good, bad))
+    let mut found = conclude(config, levels, good, bad);
+    if stopped {
+        found.conclusion = format!("stopped before the end: {}", found.conclusion);
+    }
+    Ok(found)
 }
 
 /// Concludes from judged steps alone (a merge of segments re-judges every step): a load is

@@ -35,6 +35,7 @@ fn quiet_generator() -> GeneratorCheck {
         max_worker_cpu_percent: 20.0,
         cpu_wait_percent: 0.0,
         lag_p99_us: 500,
+        tick_p99_us: 1500,
         stalls: 0,
         ticks: 500,
         fd_errors: 0,

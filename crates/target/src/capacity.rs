@@ -15,9 +15,27 @@ pub(crate) struct Capacity {
 
 impl Capacity {
     /// Takes the next turn of the `rate` queue (now, when the queue is empty) and waits for it.
+    /// A request given up while it waits (its client went away) gives a turn back, so an
+    /// abandoned queue does not delay the requests that come after it.
     pub(crate) async fn wait_turn(&self, rate: u64) {
         let turn = self.take_turn(rate, Instant::now());
+        let mut waiting = Waiting {
+            capacity: self,
+            rate,
+            turn,
+            served: false,
+        };
         tokio::time::sleep_until(turn.into()).await;
+        waiting.served = true;
+    }
+
+    /// Gives back the last turn of the `rate` queue (a waiting request was given up).
+    fn give_back(&self, rate: u64, now: Instant) {
+        let spacing = Duration::from_secs_f64(1.0 / rate.max(1) as f64);
+        let mut queues = self.next_turn.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(next) = queues.get_mut(&rate) {
+            *next = next.checked_sub(spacing).unwrap_or(now).max(now);
+        }
     }
 
     fn take_turn(&self, rate: u64, now: Instant) -> Instant {
@@ -27,6 +45,23 @@ impl Capacity {
         let turn = (*next).max(now);
         *next = turn + spacing;
         turn
+    }
+}
+
+/// A request waiting for its turn; dropped before it is served, it gives a turn back.
+struct Waiting<'a> {
+    capacity: &'a Capacity,
+    rate: u64,
+    turn: Instant,
+    served: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let now = Instant::now();
+        if !self.served && self.turn > now {
+            self.capacity.give_back(self.rate, now);
+        }
     }
 }
 
@@ -51,5 +86,24 @@ mod tests {
         // After the queue drained, a request passes at once.
         let later = t0 + Duration::from_secs(1);
         assert_eq!(capacity.take_turn(100, later), later);
+    }
+
+    #[test]
+    fn a_request_given_up_gives_its_turn_back() {
+        let capacity = Capacity::default();
+        let t0 = Instant::now();
+        for _ in 0..10 {
+            capacity.take_turn(100, t0);
+        }
+        // Nine of the ten waiting clients go away: the queue is one turn long again.
+        for _ in 0..9 {
+            capacity.give_back(100, t0);
+        }
+        assert_eq!(capacity.take_turn(100, t0), t0 + Duration::from_millis(10));
+        // Never earlier than now.
+        for _ in 0..5 {
+            capacity.give_back(100, t0);
+        }
+        assert_eq!(capacity.take_turn(100, t0), t0);
     }
 }
