@@ -63,7 +63,7 @@ pub fn curve_svg(search: &Search) -> String {
         });
     }
     Chart {
-        title: "Latency against load (each step's measurement window, exact percentiles)".into(),
+        title: "Latency against load".into(),
         x_label: format!("load ({unit})"),
         y_label: "latency (ms, log)".into(),
         x_axis: Axis::Linear,

@@ -194,12 +194,21 @@ pub fn generator_limit(check: &GeneratorCheck, slo: &Slo) -> Option<(String, Str
         ));
         fixes.push("raise `ulimit -n`, or spread the clients over more segments (--segment i/N) and source addresses (--local-addrs)");
     }
+    // A worker on a CPU, or ready and waiting for one that another process holds, nearly
+    // all the time: it had no more CPU to give (its own, or its share of a busy core).
+    let demand = check.max_worker_cpu_percent + check.cpu_wait_percent;
     if check.max_worker_cpu_percent >= CPU_LIMIT * 100.0 {
         reasons.push(format!(
             "generator CPU at {:.0}% on its busiest worker thread",
             check.max_worker_cpu_percent
         ));
         fixes.push("more worker threads (--threads), or more generators (--segment i/N)");
+    } else if demand >= CPU_LIMIT * 100.0 {
+        reasons.push(format!(
+            "generator starved of CPU: its worker threads ran {:.0}% and waited for a CPU other processes held {:.0}% of the step",
+            check.max_worker_cpu_percent, check.cpu_wait_percent
+        ));
+        fixes.push("cores of its own for the generator (taskset, an idle machine), more worker threads (--threads), or more generators (--segment i/N)");
     }
     // The tick, not the scheduler lag: a paced plan's starts are also late when every client
     // waits on a slow target — the target's doing, and latency counts from the planned start

@@ -359,9 +359,20 @@ fn search_results(
     found: &Search,
 ) -> anyhow::Result<ResultsFile> {
     let names: Vec<String> = (1..=steps.len()).map(|i| format!("step {i}")).collect();
-    let mut results = barrage_results::merge(steps, &names)
+    // Steps follow each other on one clock (not segments of one another).
+    let segment = steps.first().and_then(|s| s.meta.segment.clone());
+    let steps: Vec<ResultsFile> = steps
+        .iter()
+        .cloned()
+        .map(|mut step| {
+            step.meta.segment = None;
+            step
+        })
+        .collect();
+    let mut results = barrage_results::merge(&steps, &names)
         .map_err(|e| anyhow::anyhow!("combining the steps: {e}"))?;
     results.meta.merged_from.clear();
+    results.meta.segment = segment;
     results.meta.plan = barrage_plan::Redaction::new(&[]).plan(base);
     results.meta.name = base.name.clone();
     results.meta.planned_arrivals = None;

@@ -1,0 +1,385 @@
+//! `barrage capacity`: the knee of the bundled target given a known capacity
+//! (`capacity=R`: at most R requests per second, queueing beyond), for an open and a closed
+//! workload with repeat bands; the search's results file through `report`, `compare
+//! --fail-on` and `merge`; segments stepping together; a starved generator reported as
+//! generator-bound; usage errors naming their flag.
+
+use super::*;
+use std::path::Path;
+
+/// The known capacity of the target, requests per second.
+const R: f64 = 200.0;
+/// Bound of one search (a handful of steps of a few seconds each, on a busy machine).
+const SEARCH_LIMIT: Duration = Duration::from_secs(240);
+
+fn json_file(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).expect("the --json file");
+    serde_json::from_str(&text).expect("--json is JSON")
+}
+
+fn knee(search: &Value) -> &Value {
+    let i = search["knee"].as_u64().expect("a knee") as usize;
+    &search["levels"][i]
+}
+
+#[test]
+fn capacity_finds_a_known_capacity_open_and_closed_with_repeat_bands() {
+    let _heavy = heavy_lock();
+    let open_target = Target::start();
+    let closed_target = Target::start();
+    let dir = scratch_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str| dir.join(format!("{}-{name}", std::process::id()));
+    let (open_json, open_brr, open_html) = (file("open.json"), file("open.brr"), file("open.html"));
+    let (closed_json, closed_brr) = (file("closed.json"), file("closed.brr"));
+    let open_url = open_target.url("/health?capacity=200");
+    // Open: paced arrivals; below R nothing queues, above it the queue grows every second.
+    let open = Running::spawn(&[
+        "capacity",
+        &open_url,
+        "--slo",
+        "p(99)<50ms,http_req_failed<1%",
+        "--start",
+        "75",
+        "--step",
+        "x2",
+        "--max",
+        "1000",
+        "--warmup",
+        "1s",
+        "--measure",
+        "2s",
+        "--precision",
+        "10",
+        "--repeat",
+        "2",
+        "--json",
+        open_json.to_str().unwrap(),
+        "--results",
+        open_brr.to_str().unwrap(),
+        "--html",
+        open_html.to_str().unwrap(),
+        "--no-history",
+    ]);
+    // Closed: each request takes 50 ms, so N virtual users ask for N/0.05 per second; past
+    // N = 10 they wait in the queue and latency is N/R: p99 < 75 ms breaks at N = 15.
+    let closed_url = closed_target.url("/health?capacity=200&delay=50");
+    let closed = Running::spawn(&[
+        "capacity",
+        &closed_url,
+        "--vus",
+        "--slo",
+        "p(99)<75ms",
+        "--start",
+        "2",
+        "--step",
+        "x2",
+        "--max",
+        "64",
+        "--warmup",
+        "1s",
+        "--measure",
+        "2s",
+        "--repeat",
+        "2",
+        "--json",
+        closed_json.to_str().unwrap(),
+        "--results",
+        closed_brr.to_str().unwrap(),
+        "--no-history",
+    ]);
+    let open = open.wait(SEARCH_LIMIT);
+    let closed = closed.wait(SEARCH_LIMIT);
+    open.expect_success();
+    closed.expect_success();
+
+    let open_search = &json_file(&open_json)["capacity"];
+    assert_eq!(open_search["verdict"], "target_capacity", "{}", open.stdout);
+    let k = knee(open_search);
+    let load = k["load"].as_f64().unwrap();
+    assert!(
+        (0.9 * R..=1.1 * R).contains(&load),
+        "open knee {load}/s is not within 10% of {R}\n{}",
+        open.stdout
+    );
+    let throughput = k["bands"]["throughput"]["median"].as_f64().unwrap();
+    assert!((0.9 * R..=1.1 * R).contains(&throughput), "{}", open.stdout);
+    // The breach was confirmed, then bisected; each step ran twice, with bands.
+    let roles: Vec<&str> = open_search["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["role"].as_str().unwrap())
+        .collect();
+    assert!(
+        roles.contains(&"confirm") && roles.contains(&"bisect"),
+        "{roles:?}"
+    );
+    assert_eq!(k["runs"].as_array().unwrap().len(), 2);
+    let band = &k["bands"]["throughput"];
+    assert!(band["min"].as_f64() <= band["median"].as_f64());
+    assert!(band["median"].as_f64() <= band["max"].as_f64());
+    assert!(band["spread_percent"].as_f64().is_some());
+    assert!(open.stdout.contains("min–med–max"), "{}", open.stdout);
+    assert!(open.stdout.contains("knee (◆)"), "{}", open.stdout);
+    assert!(open.stdout.contains("target capacity"), "{}", open.stdout);
+    assert!(!open.stdout.contains("generator-bound"), "{}", open.stdout);
+
+    let closed_search = &json_file(&closed_json)["capacity"];
+    assert_eq!(
+        closed_search["verdict"], "target_capacity",
+        "{}",
+        closed.stdout
+    );
+    assert_eq!(closed_search["config"]["kind"], "vus");
+    let k = knee(closed_search);
+    let vus = k["load"].as_f64().unwrap();
+    assert_eq!(vus.fract(), 0.0);
+    let throughput = k["bands"]["throughput"]["median"].as_f64().unwrap();
+    assert!(
+        (0.9 * R..=1.1 * R).contains(&throughput),
+        "closed knee {vus} VUs at {throughput} req/s is not within 10% of {R}\n{}",
+        closed.stdout
+    );
+    assert!((10.0..15.0).contains(&vus), "{}", closed.stdout);
+    assert_eq!(k["runs"].as_array().unwrap().len(), 2);
+
+    // The HTML page draws the curve.
+    let page = std::fs::read_to_string(&open_html).unwrap();
+    assert!(page.contains("Throughput–latency curve") && page.contains(r#"data-name="p99""#));
+
+    // One results file for the whole search: `report` shows the search again.
+    let report = barrage(&["report", open_brr.to_str().unwrap()], LIMIT);
+    report.expect_success();
+    assert!(report.stdout.contains("knee (◆)"), "{}", report.stdout);
+    assert!(
+        report.stdout.contains("target capacity"),
+        "{}",
+        report.stdout
+    );
+    let report_html = file("report.html");
+    barrage(
+        &[
+            "report",
+            open_brr.to_str().unwrap(),
+            "--html",
+            report_html.to_str().unwrap(),
+        ],
+        LIMIT,
+    )
+    .expect_success();
+    assert!(std::fs::read_to_string(&report_html)
+        .unwrap()
+        .contains(r#"data-name="knee""#));
+
+    // `compare`: the same search is no regression; the knee's throughput of the closed one is
+    // about the same (both are the target's R), its load (VUs, not /s) is not.
+    let same = barrage(
+        &[
+            "compare",
+            open_brr.to_str().unwrap(),
+            open_brr.to_str().unwrap(),
+            "--fail-on",
+            "capacity:-10%,p99:+1000%",
+        ],
+        LIMIT,
+    );
+    same.expect_success();
+    assert!(
+        same.stdout.contains("capacity (the knee of each search)"),
+        "{}",
+        same.stdout
+    );
+    let fewer = barrage(
+        &[
+            "compare",
+            open_brr.to_str().unwrap(),
+            closed_brr.to_str().unwrap(),
+            "--fail-on",
+            "capacity:-10%",
+        ],
+        LIMIT,
+    );
+    assert_eq!(fewer.code(), Some(3), "{}\n{}", fewer.stdout, fewer.stderr);
+    assert!(
+        fewer.stderr.contains("regression:") && fewer.stderr.contains("capacity changed"),
+        "{}",
+        fewer.stderr
+    );
+    let rps = barrage(
+        &[
+            "compare",
+            open_brr.to_str().unwrap(),
+            closed_brr.to_str().unwrap(),
+            "--fail-on",
+            "knee_rps:-15%",
+        ],
+        LIMIT,
+    );
+    assert_eq!(rps.code(), Some(0), "{}\n{}", rps.stdout, rps.stderr);
+}
+
+#[test]
+fn capacity_segments_step_together_and_merge_into_one_search() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let url = target.url("/health?capacity=200");
+    let start_at = (std::time::SystemTime::now() + Duration::from_secs(2))
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        .to_string();
+    let dir = scratch_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let part = |i: usize| dir.join(format!("{}-capseg{i}.brr", std::process::id()));
+    let runs: Vec<Running> = (0..2)
+        .map(|i| {
+            let segment = format!("{i}/2");
+            Running::spawn(&[
+                "capacity",
+                &url,
+                "--slo",
+                "p(99)<50ms",
+                "--start",
+                "75",
+                "--step",
+                "x2",
+                "--max",
+                "300",
+                "--warmup",
+                "1s",
+                "--measure",
+                "2s",
+                "--segment",
+                &segment,
+                "--start-at",
+                &start_at,
+                "--results",
+                part(i).to_str().unwrap(),
+                "--no-history",
+            ])
+        })
+        .collect();
+    for run in runs {
+        let out = run.wait(SEARCH_LIMIT);
+        // Each segment alone sees half the load: the whole ladder, no decision of its own.
+        assert!(
+            out.code() == Some(0) || out.code() == Some(1),
+            "{}\n{}",
+            out.stdout,
+            out.stderr
+        );
+        assert!(!out.stdout.contains("bisect"), "{}", out.stdout);
+    }
+    let merged = dir.join(format!("{}-capseg-merged.brr", std::process::id()));
+    let out = barrage(
+        &[
+            "merge",
+            part(0).to_str().unwrap(),
+            part(1).to_str().unwrap(),
+            "-o",
+            merged.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    out.expect_success();
+    let report = barrage(&["report", merged.to_str().unwrap()], LIMIT);
+    report.expect_success();
+    // 75 and 150/s met the SLO on the merged windows, 300/s (1.5 R) broke it.
+    assert!(
+        report.stdout.contains("target capacity 150/s"),
+        "{}",
+        report.stdout
+    );
+}
+
+#[test]
+fn capacity_reports_a_starved_generator_as_generator_bound() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    // The generator shares core 0 with a process that never sleeps (bounded: 3 minutes).
+    let mut busy = Command::new("taskset")
+        .args([
+            "-c",
+            "0",
+            "timeout",
+            "180",
+            "sh",
+            "-c",
+            "while :; do :; done",
+        ])
+        .spawn()
+        .expect("taskset (util-linux)");
+    let url = target.url("/health");
+    let out = Command::new("taskset")
+        .args([
+            "-c",
+            "0",
+            BIN,
+            "capacity",
+            &url,
+            "--threads",
+            "1",
+            "--slo",
+            "p(99)<20ms",
+        ])
+        .args([
+            "--start", "1000", "--step", "x2", "--max", "64000", "--warmup", "1s",
+        ])
+        .args([
+            "--measure",
+            "2s",
+            "--precision",
+            "25",
+            "--no-results",
+            "--no-history",
+        ])
+        .output()
+        .expect("run barrage capacity");
+    let _ = busy.kill();
+    let _ = busy.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("generator-bound at "), "{stdout}");
+    assert!(!stdout.contains("target capacity"), "{stdout}");
+    assert!(stdout.contains("fix: "), "{stdout}");
+}
+
+#[test]
+fn capacity_usage_errors_name_the_flag() {
+    for (args, says) in [
+        (vec!["--slo", "p(99)<<2"], "--slo:"),
+        (vec!["--slo", "fast"], "--slo:"),
+        (vec!["--slo", "p(99)<20ms", "--step", "x0.5"], "--step:"),
+        (vec!["--slo", "p(99)<20ms", "--step", "1.5"], "--step:"),
+        (
+            vec!["--slo", "p(99)<20ms", "--start", "100", "--max", "50"],
+            "--max (50) is below --start (100)",
+        ),
+        (
+            vec!["--slo", "p(99)<20ms", "--measure", "1.5s"],
+            "--measure:",
+        ),
+        (vec!["--slo", "p(99)<20ms", "--repeat", "0"], "--repeat"),
+        (
+            vec!["--slo", "p(99)<20ms", "--precision", "100"],
+            "--precision",
+        ),
+    ] {
+        let mut argv = vec!["capacity", "http://127.0.0.1:9/"];
+        argv.extend(&args);
+        if !args.contains(&"--max") {
+            argv.extend(["--max", "100"]);
+        }
+        let out = barrage(&argv, LIMIT);
+        assert_eq!(out.code(), Some(2), "{args:?}: {}", out.stderr);
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {}", out.stderr);
+        assert!(lines[0].contains(says), "{args:?}: {}", out.stderr);
+    }
+}
