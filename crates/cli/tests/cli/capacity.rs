@@ -17,6 +17,18 @@ fn json_file(path: &Path) -> Value {
     serde_json::from_str(&text).expect("--json is JSON")
 }
 
+/// The `--json` document against docs/capacity.schema.json.
+fn validate_against_schema(document: &Value) {
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/capacity.schema.json");
+    let schema = json_file(&schema_path);
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(document)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "schema violations: {errors:#?}");
+}
+
 fn knee(search: &Value) -> &Value {
     let i = search["knee"].as_u64().expect("a knee") as usize;
     &search["levels"][i]
@@ -93,7 +105,10 @@ fn capacity_finds_a_known_capacity_open_and_closed_with_repeat_bands() {
     open.expect_success();
     closed.expect_success();
 
-    let open_search = &json_file(&open_json)["capacity"];
+    let open_document = json_file(&open_json);
+    validate_against_schema(&open_document);
+    validate_against_schema(&json_file(&closed_json));
+    let open_search = &open_document["capacity"];
     assert_eq!(open_search["verdict"], "target_capacity", "{}", open.stdout);
     let k = knee(open_search);
     let load = k["load"].as_f64().unwrap();
@@ -297,8 +312,9 @@ fn capacity_segments_step_together_and_merge_into_one_search() {
 fn capacity_reports_a_starved_generator_as_generator_bound() {
     let _heavy = heavy_lock();
     let target = Target::start();
-    // The generator shares core 0 with a process that never sleeps (bounded: 3 minutes).
-    let mut busy = Command::new("taskset")
+    // The generator shares core 0 with a process that never sleeps: `timeout` bounds it
+    // (3 minutes) and passes the SIGTERM sent below on to the loop.
+    let busy = Command::new("taskset")
         .args([
             "-c",
             "0",
@@ -308,6 +324,9 @@ fn capacity_reports_a_starved_generator_as_generator_bound() {
             "-c",
             "while :; do :; done",
         ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .spawn()
         .expect("taskset (util-linux)");
     let url = target.url("/health");
@@ -336,7 +355,8 @@ fn capacity_reports_a_starved_generator_as_generator_bound() {
         ])
         .output()
         .expect("run barrage capacity");
-    let _ = busy.kill();
+    let mut busy = busy;
+    let _ = Command::new("kill").arg(busy.id().to_string()).status();
     let _ = busy.wait();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
