@@ -71,7 +71,7 @@ impl Config {
         if !(self.start.is_finite() && self.start > 0.0) {
             return Err(ConfigError::Start(self.start));
         }
-        if !(self.max >= self.start) {
+        if self.max.is_nan() || self.max < self.start {
             return Err(ConfigError::MaxBelowStart {
                 start: self.start,
                 max: self.max,

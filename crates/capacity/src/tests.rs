@@ -49,7 +49,7 @@ impl StepRunner for Model {
     fn run_step(&mut self, load: f64) -> Result<Measure, String> {
         let run = self.runs;
         self.runs += 1;
-        let sign = if run % 2 == 0 { 1.0 } else { -1.0 };
+        let sign = if run.is_multiple_of(2) { 1.0 } else { -1.0 };
         let served = load.min(self.capacity) * (1.0 + sign * self.noise);
         let mut h = LatencyHistogram::new();
         let n = (served * self.window_s) as u64;
