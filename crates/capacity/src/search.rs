@@ -434,14 +434,32 @@ fn conclude(config: Config, levels: Vec<Level>, good: Option<f64>, bad: Option<f
     let knee = good.and_then(|g| find(g, true));
     let first_bad = bad.and_then(|b| find(b, false));
     let kind = config.kind;
-    let generator = first_bad.and_then(|i| {
-        // The confirmed breach and its confirmation: either one held back by the generator.
-        let load = levels[i].load;
+    let generator_at = |load: f64| {
+        // A breach and its confirmation: either one held back by the generator.
         levels
             .iter()
             .filter(|l| l.load == load && !l.met)
             .find_map(|l| l.generator_limit.clone())
-    });
+    };
+    let mut generator = first_bad.and_then(|i| generator_at(levels[i].load));
+    let mut first_bad = first_bad;
+    let mut undecided = None;
+    if let (Some(limit), Some(b)) = (&generator, first_bad) {
+        // A higher load broke the SLO with the generator keeping up: that breach is the
+        // target's, and the generator-limited step between is undecided.
+        let clean = levels
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| !l.met && l.load > levels[b].load && l.generator_limit.is_none())
+            .filter(|(_, l)| generator_at(l.load).is_none())
+            .min_by(|(_, x), (_, y)| x.load.total_cmp(&y.load))
+            .map(|(i, _)| i);
+        if let Some(clean) = clean {
+            undecided = Some((levels[b].load, limit.reason.clone()));
+            first_bad = Some(clean);
+            generator = None;
+        }
+    }
     let knee_text = |i: usize| {
         let l = &levels[i];
         format!(
@@ -469,10 +487,16 @@ fn conclude(config: Config, levels: Vec<Level>, good: Option<f64>, bad: Option<f
         (Some(k), Some(b), None) => (
             Verdict::TargetCapacity,
             format!(
-                "target capacity {} — the SLO broke at {}: {}",
+                "target capacity {} — the SLO broke at {}: {}{}",
                 knee_text(k),
                 kind.text(levels[b].load),
-                levels[b].breaches.join(", ")
+                levels[b].breaches.join(", "),
+                undecided
+                    .as_ref()
+                    .map_or(String::new(), |(load, reason)| format!(
+                        " (undecided at {}, where the generator was the limit: {reason})",
+                        kind.text(*load)
+                    ))
             ),
             None,
         ),

@@ -12,6 +12,8 @@ struct Model {
     noise: f64,
     /// From this load on, the generator runs out of CPU.
     generator_cpu_from: Option<f64>,
+    /// At exactly these loads, the generator runs out of CPU.
+    generator_cpu_at: Vec<f64>,
     /// Runs to answer with a fluke breach (their index).
     flukes: Vec<usize>,
     runs: usize,
@@ -24,6 +26,7 @@ impl Model {
             window_s: 5.0,
             noise: 0.0,
             generator_cpu_from: None,
+            generator_cpu_at: Vec::new(),
             flukes: Vec::new(),
             runs: 0,
         }
@@ -64,7 +67,9 @@ impl StepRunner for Model {
             h.record_micros_n(5_000_000, n / 10);
         }
         let mut generator = quiet_generator();
-        if self.generator_cpu_from.is_some_and(|from| load >= from) {
+        if self.generator_cpu_from.is_some_and(|from| load >= from)
+            || self.generator_cpu_at.contains(&load)
+        {
             generator.max_worker_cpu_percent = 99.0;
         }
         Ok(Measure::from_histogram(
@@ -221,6 +226,36 @@ fn a_generator_out_of_cpu_is_reported_as_generator_bound() {
     );
     assert!(!found.conclusion.contains("target capacity"));
     assert!(found.fix.as_deref().unwrap().contains("--threads"));
+}
+
+#[test]
+fn a_generator_limited_step_below_a_clean_breach_is_undecided_not_the_verdict() {
+    // Capacity 1000; the generator struggles at 1200 only (a busy moment), while 1600 broke
+    // the SLO with the generator keeping up: the target's limit, not the generator's.
+    let mut model = Model::new(1000.0);
+    model.generator_cpu_at = vec![1200.0];
+    // 800 met, 1600 broke (confirmed), 1200 broke with the generator limited; 35 % precision
+    // stops the bisection there.
+    let mut cfg = config(LoadKind::Rate, 100.0, "x2", 10_000.0);
+    cfg.precision = 0.35;
+    let found = search(cfg, &mut model, |_| {}).unwrap();
+    assert!(found
+        .levels
+        .iter()
+        .any(|l| l.load == 1200.0 && l.generator_limit.is_some()));
+    assert_eq!(
+        found.verdict,
+        Verdict::TargetCapacity,
+        "{}",
+        found.conclusion
+    );
+    assert!(
+        found.conclusion.contains("undecided at 1200/s"),
+        "{}",
+        found.conclusion
+    );
+    assert_eq!(found.capacity(), 800.0);
+    assert_eq!(found.levels[found.first_bad.unwrap()].load, 1600.0);
 }
 
 #[test]

@@ -403,3 +403,63 @@ fn capacity_usage_errors_name_the_flag() {
         assert!(lines[0].contains(says), "{args:?}: {}", out.stderr);
     }
 }
+
+#[test]
+fn capacity_steps_a_scripts_open_workload() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    // A DSL script with an open workload (Poisson arrivals): the search steps its rate.
+    let script = scratch_file(
+        "capacity-open.js",
+        format!(
+            "definition.setTarget(\"{}\");\n\
+             definition.setArrivalPhases([{{ duration: 60, rate: 5 }}]);\n\
+             definition.session(\"one\", function (session) {{\n\
+             \x20 session.get(\"/health?capacity=50\", {{ tag: \"health\" }});\n\
+             }});\n",
+            target.url("")
+        )
+        .as_bytes(),
+    );
+    let json = scratch_file("capacity-open.json", b"");
+    let out = barrage(
+        &[
+            "capacity",
+            script.to_str().unwrap(),
+            "--slo",
+            "p(99)<300ms",
+            "--start",
+            "20",
+            "--step",
+            "x2",
+            "--max",
+            "100",
+            "--warmup",
+            "1s",
+            "--measure",
+            "2s",
+            "--precision",
+            "30",
+            "--json",
+            json.to_str().unwrap(),
+            "--no-results",
+            "--no-history",
+        ],
+        SEARCH_LIMIT,
+    );
+    out.expect_success();
+    let search = &json_file(&json)["capacity"];
+    assert_eq!(search["config"]["kind"], "rate");
+    assert_eq!(search["verdict"], "target_capacity", "{}", out.stdout);
+    // 100/s met; 200/s (Poisson arrivals at the capacity) queues without bound.
+    let load = knee(search)["load"].as_f64().unwrap();
+    assert!((100.0..200.0).contains(&load), "{}", out.stdout);
+    assert_eq!(
+        search["levels"][0]["merged"]["throughput"]
+            .as_f64()
+            .map(|t| (t / 100.0).round()),
+        Some(1.0),
+        "{}",
+        out.stdout
+    );
+}
