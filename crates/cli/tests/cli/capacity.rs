@@ -427,7 +427,7 @@ fn capacity_steps_a_scripts_open_workload() {
             "capacity",
             script.to_str().unwrap(),
             "--slo",
-            "p(99)<300ms",
+            "p(99)<150ms",
             "--start",
             "20",
             "--step",
@@ -451,15 +451,8 @@ fn capacity_steps_a_scripts_open_workload() {
     let search = &json_file(&json)["capacity"];
     assert_eq!(search["config"]["kind"], "rate");
     assert_eq!(search["verdict"], "target_capacity", "{}", out.stdout);
-    // 100/s met; 200/s (Poisson arrivals at the capacity) queues without bound.
+    // 20 and 40/s met; 80/s and 60/s queue beyond the capacity of 50/s (50/s itself, Poisson
+    // arrivals at the capacity, may go either way over a short window).
     let load = knee(search)["load"].as_f64().unwrap();
-    assert!((100.0..200.0).contains(&load), "{}", out.stdout);
-    assert_eq!(
-        search["levels"][0]["merged"]["throughput"]
-            .as_f64()
-            .map(|t| (t / 100.0).round()),
-        Some(1.0),
-        "{}",
-        out.stdout
-    );
+    assert!((20.0..=50.0).contains(&load), "{}", out.stdout);
 }
