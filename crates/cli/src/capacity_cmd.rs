@@ -115,8 +115,9 @@ fn is_url(test: &str) -> bool {
     test.starts_with("http://") || test.starts_with("https://")
 }
 
-/// The plan the search steps: the definition's, or the URL's quick-style plan.
-fn base_plan(args: &CapacityArgs) -> anyhow::Result<Plan> {
+/// The plan the search steps — the definition's (a k6 script's with its VUs), or the URL's
+/// quick-style plan.
+fn base_plan(args: &CapacityArgs) -> anyhow::Result<(Plan, Option<barrage_k6::K6Factory>)> {
     let overrides = Overrides {
         target: args.target.clone(),
         threads: args.threads,
@@ -129,7 +130,7 @@ fn base_plan(args: &CapacityArgs) -> anyhow::Result<Plan> {
         protocol: args.protocol.clone(),
         ..Default::default()
     };
-    let mut plan = if is_url(&args.test) {
+    let mut plan: (Plan, Option<barrage_k6::K6Factory>) = if is_url(&args.test) {
         #[derive(Parser)]
         struct Quick {
             #[command(flatten)]
@@ -160,7 +161,7 @@ fn base_plan(args: &CapacityArgs) -> anyhow::Result<Plan> {
             .map_err(|e| usage(e.to_string().lines().next().unwrap_or("").to_string()))?;
         let mut plan = quick_plan(&quick.quick)?;
         plan.name = "capacity".into();
-        plan
+        (plan, None)
     } else {
         let path = Path::new(&args.test);
         if !path.exists() {
@@ -169,9 +170,17 @@ fn base_plan(args: &CapacityArgs) -> anyhow::Result<Plan> {
                 args.test
             )));
         }
-        scenario::prepare(path, &Overrides::default())?
+        match crate::k6_front::load(path, &Default::default(), &Overrides::default())? {
+            Ok(Some(k6)) => (k6.plan, Some(k6.factory)),
+            Ok(None) => (scenario::prepare(path, &Overrides::default())?, None),
+            Err(code) => {
+                return Err(usage(format!(
+                    "capacity: the k6 script failed to load (k6 exit code {code})"
+                )))
+            }
+        }
     };
-    overrides.apply(&mut plan)?;
+    overrides.apply(&mut plan.0)?;
     Ok(plan)
 }
 
@@ -208,6 +217,8 @@ struct EngineSteps {
     script: Option<String>,
     /// Segments step on a fixed wall-clock grid from `--start-at`.
     grid: Option<(SystemTime, Duration)>,
+    /// A k6 script's VUs, fresh for every step.
+    k6: Option<barrage_k6::K6Factory>,
     steps: Vec<ResultsFile>,
     stopped: bool,
 }
@@ -228,8 +239,12 @@ impl StepRunner for EngineSteps {
             start_at,
             ..Default::default()
         };
-        let (finished, _files) =
-            RunSpec::new(plan, context, OutputList::default(), false)?.run()?;
+        let mut spec = RunSpec::new(plan, context, OutputList::default(), false)?;
+        spec.options.scripted = self
+            .k6
+            .clone()
+            .map(|f| std::sync::Arc::new(f) as barrage_engine::SharedVuFactory);
+        let (finished, _files) = spec.run()?;
         let results = finished.results;
         if results.meta.interrupted || finished.interrupted_twice {
             self.stopped = true;
@@ -278,7 +293,7 @@ pub fn capacity_command(args: &CapacityArgs) -> anyhow::Result<i32> {
         .as_deref()
         .map(barrage_run::segment_run::parse_start_at)
         .transpose()?;
-    let base = base_plan(args)?;
+    let (base, k6) = base_plan(args)?;
     config.kind = load_kind(&base)?;
     if config.kind == LoadKind::Vus && config.start.fract() != 0.0 {
         return Err(usage(format!(
@@ -329,6 +344,7 @@ pub fn capacity_command(args: &CapacityArgs) -> anyhow::Result<i32> {
         drain,
         script: (!is_url(&args.test)).then(|| args.test.clone()),
         grid: start_at.filter(|_| segmented).map(|at| (at, slot)),
+        k6,
         steps: Vec::new(),
         stopped: false,
     };

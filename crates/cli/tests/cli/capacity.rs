@@ -456,3 +456,58 @@ fn capacity_steps_a_scripts_open_workload() {
     let load = knee(search)["load"].as_f64().unwrap();
     assert!((20.0..=50.0).contains(&load), "{}", out.stdout);
 }
+
+#[test]
+fn capacity_steps_a_k6_scripts_virtual_users() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    // 100/s at most, 20 ms each: 2 VUs ask for 100/s; a third one waits in the queue.
+    let script = scratch_file(
+        "capacity-k6.js",
+        format!(
+            "import http from 'k6/http';\n\
+             export const options = {{ vus: 1, duration: '10s' }};\n\
+             export default function () {{ http.get('{}'); }}\n",
+            target.url("/health?capacity=100&delay=20")
+        )
+        .as_bytes(),
+    );
+    let json = scratch_file("capacity-k6.json", b"");
+    let out = barrage(
+        &[
+            "capacity",
+            script.to_str().unwrap(),
+            "--slo",
+            "p(99)<40ms",
+            "--start",
+            "1",
+            "--step",
+            "x2",
+            "--max",
+            "16",
+            "--warmup",
+            "1s",
+            "--measure",
+            "2s",
+            "--json",
+            json.to_str().unwrap(),
+            "--no-results",
+            "--no-history",
+        ],
+        SEARCH_LIMIT,
+    );
+    out.expect_success();
+    let search = &json_file(&json)["capacity"];
+    assert_eq!(search["config"]["kind"], "vus");
+    assert_eq!(search["verdict"], "target_capacity", "{}", out.stdout);
+    let vus = knee(search)["load"].as_f64().unwrap();
+    assert!((2.0..=3.0).contains(&vus), "{}", out.stdout);
+    // The k6 VUs really ran: requests in every step.
+    for level in search["levels"].as_array().unwrap() {
+        assert!(
+            level["merged"]["responses"].as_u64().unwrap() > 0,
+            "{}",
+            out.stdout
+        );
+    }
+}
