@@ -365,6 +365,11 @@ pub fn capacity_command(args: &CapacityArgs) -> anyhow::Result<i32> {
     }
     let results = search_results(&base, &runner.steps, &found)?;
     write_outputs(&args.record, files, &results, &found)?;
+    if runner.stopped {
+        // Not finished: no verdict to go green on.
+        eprintln!("error: the capacity search was stopped before its end");
+        return Ok(exit::RUNTIME);
+    }
     Ok(exit_code(&found))
 }
 

@@ -511,3 +511,51 @@ fn capacity_steps_a_k6_scripts_virtual_users() {
         );
     }
 }
+
+#[test]
+fn capacity_stopped_by_sigterm_keeps_the_steps_done() {
+    let target = Target::start();
+    let results = scratch_file("capacity-stopped.brr", b"");
+    let url = target.url("/health");
+    let run = Running::spawn(&[
+        "capacity",
+        &url,
+        "--slo",
+        "p(99)<500ms",
+        "--start",
+        "20",
+        "--max",
+        "40",
+        "--warmup",
+        "1s",
+        "--measure",
+        "60s",
+        "--results",
+        results.to_str().unwrap(),
+        "--no-history",
+    ]);
+    std::thread::sleep(Duration::from_secs(4));
+    let status = Command::new("kill")
+        .args(["-TERM", &run.pid().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+    let out = run.wait(Duration::from_secs(40));
+    assert!(out.elapsed < Duration::from_secs(40), "{}", out.stderr);
+    // Not finished: never a green exit.
+    assert_eq!(out.code(), Some(1), "{}", out.stderr);
+    assert!(
+        out.stdout.contains("stopped before the end"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    // The results file holds the search as far as it went.
+    let report = barrage(&["report", results.to_str().unwrap()], LIMIT);
+    assert!(
+        report.stdout.contains("stopped before the end"),
+        "{}\n{}",
+        report.stdout,
+        report.stderr
+    );
+}
