@@ -461,14 +461,16 @@ fn capacity_steps_a_scripts_open_workload() {
 fn capacity_steps_a_k6_scripts_virtual_users() {
     let _heavy = heavy_lock();
     let target = Target::start();
-    // 100/s at most, 20 ms each: 2 VUs ask for 100/s; a third one waits in the queue.
+    // 20/s at most, 100 ms each: 2 VUs ask for 20/s; with a third, every request waits
+    // 50 ms in the queue (150 ms). Slow requests keep the test's verdict clear of a busy
+    // machine's event-loop lag (a quarter of the SLO's limit).
     let script = scratch_file(
         "capacity-k6.js",
         format!(
             "import http from 'k6/http';\n\
              export const options = {{ vus: 1, duration: '10s' }};\n\
              export default function () {{ http.get('{}'); }}\n",
-            target.url("/health?capacity=100&delay=20")
+            target.url("/health?capacity=20&delay=100")
         )
         .as_bytes(),
     );
@@ -478,7 +480,7 @@ fn capacity_steps_a_k6_scripts_virtual_users() {
             "capacity",
             script.to_str().unwrap(),
             "--slo",
-            "p(99)<40ms",
+            "p(99)<130ms",
             "--start",
             "1",
             "--step",
