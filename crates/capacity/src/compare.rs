@@ -23,29 +23,7 @@ pub struct Rule {
 
 impl Rule {
     pub fn parse(rule: &str) -> Result<Rule, String> {
-        let bad = || {
-            format!(
-                "`{rule}` must look like METRIC:+N% or METRIC:-N% (capacity metrics: {})",
-                METRICS.join(", ")
-            )
-        };
-        let (metric, limit) = rule.split_once(':').ok_or_else(bad)?;
-        let metric = METRICS
-            .iter()
-            .find(|m| m.eq_ignore_ascii_case(metric.trim()))
-            .ok_or_else(bad)?;
-        let limit = limit.trim();
-        if !(limit.starts_with('+') || limit.starts_with('-')) {
-            return Err(bad());
-        }
-        let limit_pct: f64 = limit
-            .strip_suffix('%')
-            .ok_or_else(bad)?
-            .parse()
-            .map_err(|_| bad())?;
-        if !limit_pct.is_finite() || limit_pct == 0.0 {
-            return Err(bad());
-        }
+        let (metric, limit_pct) = barrage_report::compare::parse_rule(rule, &METRICS)?;
         Ok(Rule { metric, limit_pct })
     }
 }
