@@ -518,6 +518,8 @@ fn capacity_steps_a_k6_scripts_virtual_users() {
 fn capacity_stopped_by_sigterm_keeps_the_steps_done() {
     let target = Target::start();
     let results = scratch_file("capacity-stopped.brr", b"");
+    let history = scratch_file("capacity-history.db", b"");
+    std::fs::remove_file(&history).unwrap();
     let url = target.url("/health");
     let run = Running::spawn(&[
         "capacity",
@@ -534,7 +536,8 @@ fn capacity_stopped_by_sigterm_keeps_the_steps_done() {
         "60s",
         "--results",
         results.to_str().unwrap(),
-        "--no-history",
+        "--history",
+        history.to_str().unwrap(),
     ]);
     std::thread::sleep(Duration::from_secs(4));
     let status = Command::new("kill")
@@ -559,5 +562,13 @@ fn capacity_stopped_by_sigterm_keeps_the_steps_done() {
         "{}\n{}",
         report.stdout,
         report.stderr
+    );
+    // And the search is in the history, with its results file.
+    let listed = barrage(&["history", "--history", history.to_str().unwrap()], LIMIT);
+    listed.expect_success();
+    assert!(
+        listed.stdout.contains("capacity") && listed.stdout.contains("capacity-stopped.brr"),
+        "{}",
+        listed.stdout
     );
 }
