@@ -341,6 +341,7 @@ fn connects_past_the_descriptor_limit_are_the_generators_errors_and_back_off() {
         .args([
             "quick", "-o", "json", "-z", "2s", "-c", "200", "-t", "1s", &url,
         ])
+        .env("BARRAGE_RESULTS_DIR", scratch_dir().join("results"))
         .output()
         .expect("sh runs barrage");
     let elapsed = started.elapsed();
