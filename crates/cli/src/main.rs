@@ -389,7 +389,12 @@ fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
     let (finished, files) = spec.run()?;
     print_out(&render_run(&finished.summary))?;
     record::keep(&args.record, &finished, files)?;
-    // k6: `test.abort()` ends the test with 108 whatever else happened.
+    // k6: `test.abort()` ends the test with 108 whatever else happened; a `setup()` or
+    // `teardown()` that threw, with 107.
+    if let Some(reason) = k6.as_ref().and_then(|(_, factory)| factory.stage_error()) {
+        eprintln!("error: {reason}");
+        return Ok(exit::SCRIPT_ERROR);
+    }
     if let Some(reason) = k6.and_then(|(_, factory)| factory.aborted()) {
         eprintln!("error: {reason}");
         return Ok(exit::SCRIPT_ABORTED);

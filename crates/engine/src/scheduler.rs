@@ -75,9 +75,15 @@ fn worker_threads(plan: &Plan) -> usize {
         .clamp(1, MAX_WORKERS)
 }
 
-/// Runs `plan` to its end and returns the merged metrics. Blocks the calling thread; steer
-/// and watch the run through `control` from another thread.
+/// Runs `plan` to its end and returns the merged metrics (a scripted test's setup and
+/// teardown included, see `lifecycle.rs`). Blocks the calling thread; steer and watch the
+/// run through `control` from another thread.
 pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError> {
+    crate::lifecycle::run(plan, control)
+}
+
+/// Runs `plan`'s workload to its end and returns the merged metrics.
+pub(crate) fn run_plan(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError> {
     plan.validate()?;
     if let (Some(file), None) = (&plan.options.scripted_body, &control.scripted) {
         return Err(EngineError::ScriptedWithoutVus(file.clone()));

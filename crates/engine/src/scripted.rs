@@ -108,6 +108,18 @@ pub trait VuFactory: Send + Sync + std::fmt::Debug {
     /// Called once as the run starts with its stop signal (a script may stop the test
     /// itself, k6's `test.abort()`).
     fn attach(&self, _stop: &Arc<crate::control::StopSignal>) {}
+    /// A factory whose VU runs the script's `phase` as its one iteration, when the script
+    /// has that stage (k6's `setup()` and `teardown()`).
+    fn phase(&self, _phase: Phase) -> Option<SharedVuFactory> {
+        None
+    }
+}
+
+/// The stages a scripted test may run once around its load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Setup,
+    Teardown,
 }
 
 /// A run's scripted body, when its iterations are scripts rather than plan sessions.

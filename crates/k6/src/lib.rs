@@ -120,7 +120,7 @@ pub fn load_source(source: &str, file: &str, env: &[(String, String)]) -> Result
     let plan = options::plan(&name, file, target, &exported.options, exported.metrics)?;
     Ok(K6Test {
         plan,
-        factory: K6Factory::new(script, metrics),
+        factory: K6Factory::new(script, metrics, exported.functions),
     })
 }
 

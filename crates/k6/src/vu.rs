@@ -6,7 +6,10 @@
 use crate::context::{evaluate, thrown, Script};
 use crate::host::Host;
 use crate::shared::RunShared;
-use barrage_engine::{ScriptResponse, ScriptedVu, StopSignal, VuEvent, VuFactory, VuInput, VuStep};
+use barrage_engine::{
+    Phase, ScriptResponse, ScriptedVu, SharedVuFactory, StopSignal, VuEvent, VuFactory, VuInput,
+    VuStep,
+};
 use barrage_plan::MetricKind;
 use barrage_script::runtime::{bounded_runtime, Deadline};
 use corosensei::stack::DefaultStack;
@@ -58,24 +61,67 @@ struct Shared {
     metrics: Vec<(String, MetricKind)>,
     next_vu: AtomicU64,
     exceptions: AtomicU64,
+    /// The functions the script exports.
+    functions: Vec<String>,
+}
+
+/// What a VU's iterations call: the default function (with `setup()`'s data), or one of
+/// the stages k6 runs once around the test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Default,
+    Setup,
+    Teardown,
+}
+
+impl Role {
+    fn function(self) -> &'static str {
+        match self {
+            Role::Default => "default",
+            Role::Setup => "setup",
+            Role::Teardown => "teardown",
+        }
+    }
 }
 
 /// Creates the run's VUs (see [`VuFactory`]).
 #[derive(Debug, Clone)]
 pub struct K6Factory {
     shared: Arc<Shared>,
+    role: Role,
 }
 
 impl K6Factory {
-    pub(crate) fn new(script: Script, metrics: Vec<(String, MetricKind)>) -> Self {
+    pub(crate) fn new(
+        script: Script,
+        metrics: Vec<(String, MetricKind)>,
+        functions: Vec<String>,
+    ) -> Self {
         Self {
             shared: Arc::new(Shared {
                 script,
                 metrics,
                 next_vu: AtomicU64::new(1),
                 exceptions: AtomicU64::new(0),
+                functions,
             }),
+            role: Role::Default,
         }
+    }
+
+    /// Whether the script exports function `name`.
+    pub fn exports(&self, name: &str) -> bool {
+        self.shared.functions.iter().any(|f| f == name)
+    }
+
+    /// Why `setup()` or `teardown()` threw, if one did (k6 exits 107).
+    pub fn stage_error(&self) -> Option<String> {
+        self.shared.script.run.stage_error()
+    }
+
+    /// What `setup()` returned, as JSON.
+    pub fn setup_data(&self) -> Option<String> {
+        self.shared.script.run.setup_data().map(str::to_string)
     }
 
     /// Exceptions thrown by iterations so far.
@@ -94,15 +140,33 @@ impl VuFactory for K6Factory {
         self.shared.script.run.attach(Arc::clone(stop));
     }
 
+    fn phase(&self, phase: Phase) -> Option<SharedVuFactory> {
+        let role = match phase {
+            Phase::Setup => Role::Setup,
+            Phase::Teardown => Role::Teardown,
+        };
+        self.exports(role.function()).then(|| {
+            Arc::new(K6Factory {
+                shared: Arc::clone(&self.shared),
+                role,
+            }) as SharedVuFactory
+        })
+    }
+
     fn create(&self) -> Result<Box<dyn ScriptedVu>, String> {
-        let id = self.shared.next_vu.fetch_add(1, Ordering::Relaxed);
+        // k6's setup and teardown run as VU 0.
+        let id = match self.role {
+            Role::Default => self.shared.next_vu.fetch_add(1, Ordering::Relaxed),
+            Role::Setup | Role::Teardown => 0,
+        };
+        let role = self.role;
         let shared = Arc::clone(&self.shared);
         let events = Rc::new(RefCell::new(Vec::new()));
         let recorded = Rc::clone(&events);
         let stack = DefaultStack::new(VU_STACK).map_err(|e| format!("VU {id}: stack: {e}"))?;
         let mut coroutine: VuCoroutine =
             Coroutine::with_stack(stack, move |yielder: &Yielder<CoIn, CoOut>, _first| {
-                vu_body(yielder, &shared, id, recorded)
+                vu_body(yielder, &shared, (id, role), recorded)
             });
         match coroutine.resume(CoIn::Exit) {
             CoroutineResult::Yield(CoOut::Ready) => Ok(Box::new(K6Vu {
@@ -182,7 +246,7 @@ impl Host for VuHost {
 fn vu_body(
     yielder: &Yielder<CoIn, CoOut>,
     shared: &Arc<Shared>,
-    id: u64,
+    (id, role): (u64, Role),
     events: Rc<RefCell<Vec<VuEvent>>>,
 ) -> Result<(), String> {
     let file = &shared.script.file;
@@ -205,8 +269,10 @@ fn vu_body(
         let exports = evaluate(&ctx, &shared.script, Rc::clone(&host), id)
             .map_err(|e| format!("VU {id}: {e}"))?;
         let default: Function = exports
-            .get("default")
+            .get(role.function())
             .map_err(|e| thrown(&ctx, file, e).to_string())?;
+        // `setup()`'s data, parsed once per VU (as k6 does).
+        let mut data: Option<Value> = None;
         deadline.set(None);
         host.in_init.set(false);
         // What the init context left behind (cycles refcounting cannot free) goes now, not
@@ -226,11 +292,36 @@ fn vu_body(
             let _ = ctx.globals().set("__ITER", iteration as f64);
             host.iteration_in_test
                 .set(shared.script.run.next_iteration());
-            let ok = match default.call::<_, Value>(()) {
-                Ok(_) => true,
+            let argument = match (&data, shared.script.run.setup_data()) {
+                (Some(value), _) => value.clone(),
+                (None, Some(json)) if role != Role::Setup => {
+                    let value = ctx
+                        .json_parse(json)
+                        .unwrap_or_else(|_| Value::new_undefined(ctx.clone()));
+                    data = Some(value.clone());
+                    value
+                }
+                _ => Value::new_undefined(ctx.clone()),
+            };
+            let ok = match default.call::<_, Value>((argument,)) {
+                Ok(returned) => {
+                    if role == Role::Setup {
+                        keep_setup_data(&ctx, file, &shared.script.run, returned);
+                    }
+                    true
+                }
                 // `test.abort()`: the CLI reports the reason once.
                 Err(_) if shared.script.run.is_aborted() => {
                     let _ = ctx.catch();
+                    false
+                }
+                // A failed setup or teardown ends the test; the CLI reports it once.
+                Err(error) if role != Role::Default => {
+                    let problem = thrown(&ctx, file, error);
+                    shared
+                        .script
+                        .run
+                        .fail_stage(format!("{}() failed: {problem}", role.function()));
                     false
                 }
                 Err(error) => {
@@ -247,6 +338,25 @@ fn vu_body(
             input = yielder.suspend(CoOut::Step(VuStep::Done { ok }));
         }
     })
+}
+
+/// Keeps what `setup()` returned as JSON for the VUs and `teardown` (k6 serialises it the
+/// same way; a value JSON cannot hold fails the setup).
+fn keep_setup_data<'js>(ctx: &rquickjs::Ctx<'js>, file: &str, run: &RunShared, value: Value<'js>) {
+    if value.is_undefined() {
+        return;
+    }
+    match ctx.json_stringify(value) {
+        Ok(Some(text)) => match text.to_string() {
+            Ok(text) => run.keep_setup_data(text),
+            Err(e) => run.fail_stage(format!("setup() returned data that is not JSON: {e}")),
+        },
+        Ok(None) => {}
+        Err(e) => {
+            let problem = thrown(ctx, file, e);
+            run.fail_stage(format!("setup() returned data that is not JSON: {problem}"));
+        }
+    }
 }
 
 /// A VU as the engine drives it.
