@@ -15,6 +15,7 @@ mod host;
 mod init;
 mod options;
 mod shared;
+mod summary;
 mod vu;
 
 pub use detect::{imports, is_k6_script, unsupported_import, SUPPORTED_MODULES};
@@ -62,7 +63,12 @@ impl K6Error {
 pub struct K6Test {
     pub plan: Plan,
     pub factory: K6Factory,
+    /// `options.summaryTrendStats`, as written (the CLI parses them).
+    pub summary_trend_stats: Option<Vec<String>>,
 }
+
+/// k6's default Trend columns of the end-of-test summary.
+pub const K6_TREND_STATS: &str = "avg,min,med,max,p(90),p(95)";
 
 /// Reads the script at `path`. `env` are `-e KEY=VALUE` pairs (over the process
 /// environment, as k6's `__ENV`).
@@ -117,8 +123,26 @@ pub fn load_source(source: &str, file: &str, env: &[(String, String)]) -> Result
         .iter()
         .map(|d| (d.name.clone(), d.kind))
         .collect();
+    let summary_trend_stats = match exported.options.get("summaryTrendStats") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::Array(items)) => Some(
+            items
+                .iter()
+                .map(|item| match item {
+                    serde_json::Value::String(stat) => Ok(stat.clone()),
+                    other => Err(K6Error::Options(format!(
+                        "{file}: `summaryTrendStats`: `{other}` is not a statistic name"
+                    ))),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        Some(other) => return Err(K6Error::Options(format!(
+            "{file}: `summaryTrendStats` must be a list like [\"avg\", \"p(95)\"], not `{other}`"
+        ))),
+    };
     let plan = options::plan(&name, file, target, &exported.options, exported.metrics)?;
     Ok(K6Test {
+        summary_trend_stats,
         plan,
         factory: K6Factory::new(script, metrics, exported.functions),
     })

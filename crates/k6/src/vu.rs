@@ -119,6 +119,13 @@ impl K6Factory {
         self.shared.script.run.stage_error()
     }
 
+    /// Calls the script's `handleSummary(data)` (`data`: k6's summary object as JSON), when
+    /// it exports one: the outputs it returned, by name (`stdout`, `stderr`, a file path).
+    pub fn handle_summary(&self, data: &str) -> Option<Result<Vec<(String, Vec<u8>)>, String>> {
+        self.exports("handleSummary")
+            .then(|| crate::summary::handle_summary(&self.shared.script, data))
+    }
+
     /// What `setup()` returned, as JSON.
     pub fn setup_data(&self) -> Option<String> {
         self.shared.script.run.setup_data().map(str::to_string)

@@ -13,6 +13,7 @@ mod hey;
 mod html;
 mod junit;
 mod k6;
+mod k6_data;
 mod k6_metrics;
 mod recorded;
 mod run;
@@ -26,6 +27,7 @@ pub use hey::render_hey;
 pub use html::{passed, render_compare_html, render_html, ComparedRun};
 pub use junit::render_junit;
 pub use k6::{format_ms, K6Summary};
+pub use k6_data::{k6_summary_data, K6DataShape};
 pub use k6_metrics::{
     find_metric, k6_metrics, K6Metric, K6Values, MetricSummary, DEFAULT_TREND_STATS,
 };

@@ -85,3 +85,156 @@ fn a_failing_teardown_exits_107_after_the_load() {
     assert!(out.stderr.contains("teardown() failed"), "{}", out.stderr);
     assert_eq!(u(&summary.unwrap(), "requests"), 2);
 }
+
+const SUMMARY: &str = r#"import http from 'k6/http';
+import { check, group } from 'k6';
+
+export const options = {
+  vus: 1, iterations: 3,
+  summaryTrendStats: ['avg', 'p(99)', 'max'],
+  thresholds: { http_req_duration: ['p(99)<5000'], checks: ['rate>0.9'] },
+};
+
+export default function () {
+  const r = http.get('BASE/get');
+  check(r, { 'is 200': (x) => x.status === 200 });
+  group('g', () => { check(r, { 'inner': () => false }); });
+}
+
+export function handleSummary(data) {
+  const d = data.metrics.http_req_duration;
+  return {
+    stdout: 'custom summary: ' + data.metrics.http_reqs.values.count + ' requests\n',
+    stderr: 'to stderr\n',
+    'OUT/summary.json': JSON.stringify(data),
+    'OUT/facts.txt': [
+      data.root_group.checks[0].name, data.root_group.checks[0].passes,
+      data.root_group.groups[0].checks[0].path, data.root_group.groups[0].checks[0].fails,
+      d.type, d.contains, Object.keys(d.values).sort().join('|'), d.thresholds['p(99)<5000'].ok,
+      data.metrics.checks.thresholds['rate>0.9'].ok, data.metrics.checks.values.rate,
+      data.options.summaryTrendStats.join('|'), data.state.testRunDurationMs > 0,
+    ].join(','),
+  };
+}
+"#;
+
+#[test]
+fn handle_summary_gets_k6s_data_and_replaces_the_default_summary() {
+    let target = Target::start();
+    let out_dir = scratch_file("k6-handle-summary", b"");
+    std::fs::remove_file(&out_dir).unwrap();
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let body = SUMMARY.replace("OUT", out_dir.to_str().unwrap());
+    let script = k6_script("handle-summary.js", &target, &body);
+    let (out, _) = run_k6(&script, &[]);
+    // Checks fail half the time: thresholds still decide the exit code.
+    assert_eq!(out.code(), Some(99), "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.stdout, "custom summary: 3 requests\n");
+    assert!(out.stderr.contains("to stderr\n"), "{}", out.stderr);
+    let facts = std::fs::read_to_string(out_dir.join("facts.txt")).unwrap();
+    assert_eq!(
+        facts,
+        "is 200,3,::g::inner,3,trend,time,avg|max|p(99),true,false,0.5,avg|p(99)|max,true"
+    );
+    let data: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(data["metrics"]["iterations"]["values"]["count"], 3.0);
+}
+
+#[test]
+fn a_throwing_handle_summary_falls_back_to_the_default_summary() {
+    let target = Target::start();
+    let script = k6_script(
+        "handle-summary-throws.js",
+        &target,
+        "import http from 'k6/http';\nexport const options = { vus: 1, iterations: 1 };\nexport default function () { http.get('BASE/get'); }\nexport function handleSummary(data) {\n  throw new Error('bad summary');\n}\n",
+    );
+    let (out, _) = run_k6(&script, &[]);
+    assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("handleSummary() failed")
+            && out.stderr.contains("handle-summary-throws.js:5"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.contains("http_req_duration"), "{}", out.stdout);
+}
+
+#[test]
+fn k6_cli_flags_summary_export_no_thresholds_and_short_forms() {
+    let target = Target::start();
+    let script = k6_script(
+        "flags.js",
+        &target,
+        "import http from 'k6/http';\nimport { check, group } from 'k6';\nexport const options = { thresholds: { http_req_duration: ['max<0'] } };\nexport default function () {\n  const r = http.get('BASE/get?env=' + __ENV.WHO);\n  check(r, { 'env seen': () => __ENV.WHO === 'me' });\n  group('g', () => check(r, { 'inner': (x) => x.status === 200 }));\n}\n",
+    );
+    let export = scratch_file("k6-export.json", b"");
+    let (out, summary) = run_k6(
+        &script,
+        &[
+            "-u",
+            "2",
+            "-i",
+            "5",
+            "-e",
+            "WHO=me",
+            "-q",
+            "--summary-export",
+            export.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code(), Some(99), "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(u(&summary.unwrap()["sessions"], "completed"), 5);
+    let e: serde_json::Value = serde_json::from_slice(&std::fs::read(&export).unwrap()).unwrap();
+    // k6's export: checks and groups keyed by name, values flat, `thresholds` saying
+    // whether each failed.
+    assert_eq!(e["root_group"]["checks"]["env seen"]["passes"], 5);
+    assert_eq!(
+        e["root_group"]["groups"]["g"]["checks"]["inner"]["path"],
+        "::g::inner"
+    );
+    assert_eq!(e["metrics"]["http_reqs"]["count"], 5.0);
+    assert_eq!(
+        e["metrics"]["http_req_duration"]["thresholds"]["max<0"],
+        true
+    );
+    assert_eq!(e["metrics"]["http_req_failed"]["value"], 0.0);
+    let stats: Vec<&String> = e["metrics"]["http_req_duration"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(
+        stats,
+        ["avg", "max", "med", "min", "p(90)", "p(95)", "thresholds"],
+        "k6's default trend stats"
+    );
+
+    // --no-thresholds: the same run passes; -s/--stage repeat as in k6.
+    let (out, summary) = run_k6(
+        &script,
+        &[
+            "--no-thresholds",
+            "-s",
+            "300ms:2",
+            "--stage",
+            "200ms:0",
+            "-e",
+            "WHO=me",
+        ],
+    );
+    assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    let s = summary.unwrap();
+    assert!(
+        s["thresholds"].as_array().is_none_or(|t| t.is_empty()),
+        "{}",
+        s["thresholds"]
+    );
+    assert!(u(&s["sessions"], "completed") > 0);
+    let (out, _) = run_k6(
+        &script,
+        &["-d", "200ms", "-u", "1", "--no-summary", "-e", "WHO=me"],
+    );
+    assert_eq!(out.code(), Some(99), "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), "", "--no-summary prints nothing");
+}
