@@ -23,6 +23,7 @@ const MODULES: &[(&str, &str)] = &[
     ("k6/data", include_str!("js/data.js")),
     ("k6/execution", include_str!("js/execution.js")),
     ("k6/encoding", include_str!("js/encoding.js")),
+    ("k6/crypto", include_str!("js/crypto.js")),
 ];
 
 /// What a script is evaluated from.

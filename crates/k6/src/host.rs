@@ -211,6 +211,7 @@ pub(crate) fn install<'js, H: Host + 'static>(
     )?;
     install_shared(ctx, &natives, host.clone())?;
     crate::encoding::install(ctx, &natives)?;
+    crate::crypto::install(ctx, &natives)?;
     let h = host;
     natives.set(
         "log",
