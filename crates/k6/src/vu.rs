@@ -280,6 +280,16 @@ fn vu_body(
             .map_err(|e| thrown(&ctx, file, e).to_string())?;
         // `setup()`'s data, parsed once per VU (as k6 does).
         let mut data: Option<Value> = None;
+        if role != Role::Default {
+            // k6 runs the stages in groups of their names (their checks are `::setup::...`).
+            let natives: rquickjs::Object = ctx
+                .globals()
+                .get("__k6")
+                .map_err(|e| thrown(&ctx, file, e).to_string())?;
+            natives
+                .set("groupPath", format!("{}::", role.function()))
+                .map_err(|e| thrown(&ctx, file, e).to_string())?;
+        }
         deadline.set(None);
         host.in_init.set(false);
         // What the init context left behind (cycles refcounting cannot free) goes now, not

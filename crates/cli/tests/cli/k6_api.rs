@@ -37,11 +37,11 @@ fn setup_data_reaches_every_iteration_and_teardown() {
     let (out, summary) = run_k6(&script, &[]);
     let s = summary.unwrap_or_else(|| panic!("no summary: {}\n{}", out.stdout, out.stderr));
     assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
-    assert_eq!(check_counts(&s, "setup request"), (1, 0));
+    assert_eq!(check_counts(&s, "setup::setup request"), (1, 0));
     assert_eq!(check_counts(&s, "data reaches default"), (4, 0));
     assert_eq!(check_counts(&s, "vu is not 0"), (4, 0));
-    assert_eq!(check_counts(&s, "teardown saw data"), (1, 0));
-    assert_eq!(check_counts(&s, "teardown vu 0"), (1, 0));
+    assert_eq!(check_counts(&s, "teardown::teardown saw data"), (1, 0));
+    assert_eq!(check_counts(&s, "teardown::teardown vu 0"), (1, 0));
     // Setup's and teardown's requests count, their iterations do not (as in k6).
     assert_eq!(u(&s, "requests"), 6, "{}", out.stdout);
     assert_eq!(u(&s["sessions"], "completed"), 4);
