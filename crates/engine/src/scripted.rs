@@ -16,6 +16,9 @@ pub struct ScriptRequest {
     pub body: Vec<u8>,
     /// Overrides the plan's request timeout.
     pub timeout: Option<Duration>,
+    /// Redirects to follow (each hop is a request of its own, as in k6); a response that
+    /// still redirects after them is the answer.
+    pub redirects: u32,
 }
 
 /// Phase timings of a response, k6's `timings` object.
@@ -40,6 +43,8 @@ pub struct ScriptResponse {
     pub timings: ScriptTimings,
     /// Why the request failed (a timeout, a refused connection, ...), empty when it did not.
     pub error: String,
+    /// The URL that answered, when redirects led away from the one asked for.
+    pub url: Option<String>,
 }
 
 /// The response headers a scripted response carries (k6's `res.headers`): the ones scripts

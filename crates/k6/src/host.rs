@@ -109,7 +109,7 @@ pub(crate) fn install<'js, H: Host + 'static>(
                   url: String,
                   body: String,
                   headers: Vec<String>,
-                  timeout: f64|
+                  limits: Vec<f64>|
                   -> rquickjs::Result<Class<'js, ResponseData>> {
                 if !h.may_suspend() {
                     return throw(
@@ -117,6 +117,11 @@ pub(crate) fn install<'js, H: Host + 'static>(
                         "Making HTTP requests in the init context is not supported",
                     );
                 }
+                // `[timeout ms, redirects]`, each negative when not given.
+                let (timeout, redirects) = match limits[..] {
+                    [timeout, redirects] => (timeout, redirects),
+                    _ => (-1.0, -1.0),
+                };
                 let mut pairs = Vec::with_capacity(headers.len() / 2);
                 let mut headers = headers.into_iter();
                 while let (Some(name), Some(value)) = (headers.next(), headers.next()) {
@@ -135,12 +140,19 @@ pub(crate) fn install<'js, H: Host + 'static>(
                         Err(e) => return throw(&ctx, &format!("params.timeout: {e}")),
                     }
                 };
+                // Negative: not given (`options.maxRedirects`).
+                let redirects = if redirects >= 0.0 {
+                    redirects.min(f64::from(u32::MAX)) as u32
+                } else {
+                    h.run().max_redirects()
+                };
                 let request = ScriptRequest {
                     method,
                     url,
                     headers: pairs,
                     body: body.into_bytes(),
                     timeout,
+                    redirects,
                 };
                 let Some(response) = h.suspend(VuStep::Request(request)) else {
                     return throw(&ctx, "the test ended during this iteration");
@@ -406,7 +418,7 @@ fn response_field<'js>(
             Ok(timings.into_value())
         }
         4 => text(&response.error),
-        5 => text(&data.url),
+        5 => text(response.url.as_deref().unwrap_or(&data.url)),
         6 => text(&data.method),
         _ => Ok(Value::new_undefined(ctx.clone())),
     }

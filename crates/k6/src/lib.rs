@@ -144,6 +144,7 @@ pub fn load_source(source: &str, file: &str, env: &[(String, String)]) -> Result
         }
     };
     let plan = options::plan(&name, file, target, &exported.options, exported.metrics)?;
+    script.run.set_max_redirects(plan.options.max_redirects);
     Ok(K6Test {
         summary_trend_stats,
         plan,

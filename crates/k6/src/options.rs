@@ -14,6 +14,9 @@ use barrage_plan::{
 use serde_json::{Map, Value};
 use std::time::Duration;
 
+/// k6's `maxRedirects` default.
+pub const DEFAULT_MAX_REDIRECTS: u32 = 10;
+
 /// The request tag every scripted request is recorded under.
 pub const REQUEST_TAG: &str = "k6";
 
@@ -34,8 +37,11 @@ pub(crate) fn plan(
     };
     let workload = workload(file, options)?;
     let thresholds = thresholds(file, options.get("thresholds"))?;
+    // Each VU keeps a cookie jar (fresh each iteration) and follows redirects, as in k6.
     let mut test_options = TestOptions {
         scripted_body: Some(file.to_string()),
+        cookies: true,
+        max_redirects: DEFAULT_MAX_REDIRECTS,
         ..TestOptions::default()
     };
     if let Some(max) = options.get("maxRedirects") {

@@ -284,3 +284,56 @@ export default function () {
     }
     assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
 }
+
+/// Redirects and cookies; `OTHER` is a second target (another origin).
+pub(crate) const REDIRECTS: &str = r#"import http from 'k6/http';
+import { check } from 'k6';
+
+export const options = { vus: 2, iterations: 4, maxRedirects: 3 };
+
+export default function () {
+  const fresh = http.get('BASE/cookies');
+  check(fresh, { 'a fresh jar each iteration': (r) => Object.keys(r.json().cookies).length === 0 });
+  const set = http.get('BASE/cookies/set?flavour=oat&n=' + __ITER);
+  check(set, {
+    'followed to /cookies': (r) => r.status === 200 && r.url === 'BASE/cookies',
+    'jar sent the cookies': (r) => r.json().cookies.flavour === 'oat',
+  });
+  const again = http.get('BASE/cookies', { cookies: { extra: 'yes' } });
+  check(again, { 'jar and params cookies': (r) => r.json().cookies.flavour === 'oat' && r.json().cookies.extra === 'yes' });
+  const hops = http.get('BASE/redirect/3');
+  check(hops, { 'three hops followed': (r) => r.status === 200 && r.url === 'BASE/get' });
+  const capped = http.get('BASE/redirect/5');
+  check(capped, { 'stops after maxRedirects': (r) => r.status === 302 && r.url === 'BASE/redirect/2' });
+  const none = http.get('BASE/redirect/2', { redirects: 0 });
+  check(none, { 'redirects: 0 follows none': (r) => r.status === 302 && r.headers['Location'] === '/redirect/1' });
+  const posted = http.post('BASE/redirect-to?url=%2Fget&status_code=303', 'body');
+  check(posted, { '303 turns a POST into a GET': (r) => r.status === 200 && r.json().url.endsWith('/get') });
+  const away = http.get('BASE/redirect-to?url=' + encodeURIComponent('OTHER/get?from=base'));
+  check(away, { 'another origin': (r) => r.status === 200 && r.url === 'OTHER/get?from=base' && r.json().args.from === 'base' });
+}
+"#;
+
+#[test]
+fn redirects_and_the_vu_cookie_jar_behave_as_in_k6() {
+    let target = Target::start();
+    let other = Target::start();
+    let body = REDIRECTS.replace("OTHER", &format!("http://{}", other.addr));
+    let script = k6_script("redirects.js", &target, &body);
+    let (out, summary) = run_k6(&script, &[]);
+    let s = summary.unwrap_or_else(|| panic!("no summary: {}\n{}", out.stdout, out.stderr));
+    let checks = s["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 9);
+    for check in checks {
+        assert_eq!(
+            (u(check, "passed"), u(check, "failed")),
+            (4, 0),
+            "{check}\n{}",
+            out.stderr
+        );
+    }
+    // Per iteration, each hop a request: 1 + 2 + 1 + 4 + 4 + 1 + 2 + 2 (k6 counts the same:
+    // see the differential test).
+    assert_eq!(u(&s, "requests"), 4 * 17, "{}", out.stdout);
+    assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+}

@@ -92,8 +92,18 @@ export function request(method, url, body, params) {
       payload = String(body);
     }
   }
+  const cookies = params.cookies || {};
+  const pairs = [];
+  for (const name of Object.keys(cookies)) {
+    const c = cookies[name];
+    const value = c !== null && typeof c === "object" ? c.value : c;
+    pairs.push(name + "=" + String(value));
+  }
+  if (pairs.length) headers.push("Cookie", pairs.join("; "));
+  const redirects = params.redirects === undefined || params.redirects === null
+    ? -1 : Number(params.redirects);
   return N.request(Response.prototype, String(method).toUpperCase(), String(url), payload, headers,
-    timeoutMillis(params.timeout));
+    [timeoutMillis(params.timeout), redirects]);
 }
 
 export function get(url, params) { return request("GET", url, null, params); }
