@@ -19,6 +19,8 @@ pub struct ScriptRequest {
     /// Redirects to follow (each hop is a request of its own, as in k6); a response that
     /// still redirects after them is the answer.
     pub redirects: u32,
+    /// The plan's request tag it is recorded under (0 unless the front end tags it).
+    pub tag: usize,
 }
 
 /// Phase timings of a response, k6's `timings` object.

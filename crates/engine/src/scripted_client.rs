@@ -16,7 +16,7 @@ use std::cell::Cell;
 use std::net::SocketAddr;
 use std::time::Instant;
 
-/// Scripted requests are recorded under the plan's first tag.
+/// Scripted requests are recorded under the plan's first tag unless they name another.
 const SCRIPT_TAG: usize = 0;
 /// Where `Set-Cookie` is among [`CAPTURED_HEADERS`].
 const SET_COOKIE: usize = 4;
@@ -212,6 +212,11 @@ impl Client {
         if let Err(problem) = self.route(worker, url).await {
             return failed(problem);
         }
+        let tag = if request.tag < worker.run.plan.tag_count {
+            request.tag
+        } else {
+            SCRIPT_TAG
+        };
         let mut with_cookies = None;
         if let (Some(jar), Some(here)) = (&mut self.jar, jar_url) {
             let mut buffer = worker.request_buffers.take();
@@ -239,7 +244,7 @@ impl Client {
         // Dropped with the iteration (the run's end) while it waits: counted as interrupted.
         let open = OpenRequest {
             worker,
-            tag: SCRIPT_TAG,
+            tag,
             intended,
         };
         let outcome = tokio::time::timeout(
@@ -274,7 +279,7 @@ impl Client {
                 // `--max-body`; empty when it did not decode).
                 let body = captured.body().unwrap_or_default().to_vec();
                 let record = ResponseRecord {
-                    tag: SCRIPT_TAG,
+                    tag,
                     second: worker.second_of(exchange.done_at),
                     latency,
                     expected_interval: self.expected_interval,
@@ -322,7 +327,7 @@ impl Client {
         let held = captured.retained_bytes();
         worker.captures.give(captured, held);
         let received = received.get();
-        worker.record_error(SCRIPT_TAG, Instant::now(), kind, prepared, received, None);
+        worker.record_error(tag, Instant::now(), kind, prepared, received, None);
         failed(kind.description())
     }
 

@@ -117,10 +117,11 @@ pub(crate) fn install<'js, H: Host + 'static>(
                         "Making HTTP requests in the init context is not supported",
                     );
                 }
-                // `[timeout ms, redirects]`, each negative when not given.
-                let (timeout, redirects) = match limits[..] {
-                    [timeout, redirects] => (timeout, redirects),
-                    _ => (-1.0, -1.0),
+                // `[timeout ms, redirects, request tag]`, the first two negative when not
+                // given.
+                let (timeout, redirects, tag) = match limits[..] {
+                    [timeout, redirects, tag] => (timeout, redirects, tag),
+                    _ => (-1.0, -1.0, 0.0),
                 };
                 let mut pairs = Vec::with_capacity(headers.len() / 2);
                 let mut headers = headers.into_iter();
@@ -153,6 +154,7 @@ pub(crate) fn install<'js, H: Host + 'static>(
                     body: body.into_bytes(),
                     timeout,
                     redirects,
+                    tag: tag as usize,
                 };
                 let Some(response) = h.suspend(VuStep::Request(request)) else {
                     return throw(&ctx, "the test ended during this iteration");

@@ -28,18 +28,32 @@ pub struct K6Summary {
 impl K6Summary {
     /// A threshold's observed value as shown (`p(95)=12.3ms`, `no data`).
     pub fn observed_text(&self, result: &ThresholdResult) -> String {
-        let metric = self
-            .metrics
-            .iter()
-            .chain(self.tag_metrics.iter())
-            .find(|m| {
-                let key = match &m.tag {
-                    Some(tag) => format!("{}{{tag:{tag}}}", m.name),
-                    None => m.name.clone(),
-                };
-                key == result.metric
-            });
-        observed(result, metric)
+        observed(result, self.metric_of_key(&result.metric))
+    }
+
+    /// The metric a threshold key names: `name`, `name{tag:T}`, or a k6 script's
+    /// `name{key:T}` (a request tag's value, see the k6 front end's `request_tags.rs`).
+    pub fn metric_of_key(&self, key: &str) -> Option<&MetricSummary> {
+        let (base, tag) = match key.split_once('{') {
+            Some((base, filter)) => {
+                let value = filter
+                    .trim_end_matches('}')
+                    .split_once(':')
+                    .map(|(_, v)| v.trim());
+                (base.trim(), value)
+            }
+            None => (key.trim(), None),
+        };
+        match tag {
+            None => self
+                .metrics
+                .iter()
+                .find(|m| m.name == base && m.tag.is_none()),
+            Some(tag) => self
+                .tag_metrics
+                .iter()
+                .find(|m| m.name == base && m.tag.as_deref() == Some(tag)),
+        }
     }
 
     /// A metric's statistic as shown: times as times, rates as percentages, data as bytes.

@@ -337,3 +337,104 @@ fn redirects_and_the_vu_cookie_jar_behave_as_in_k6() {
     assert_eq!(u(&s, "requests"), 4 * 17, "{}", out.stdout);
     assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
 }
+
+/// Thresholds on requests' `name` tag: given in `params.tags`, or the URL by default.
+pub(crate) const NAME_TAGS: &str = r#"import http from 'k6/http';
+
+export const options = {
+  vus: 2, iterations: 6,
+  thresholds: {
+    'http_reqs{name:login}': ['count==6'],
+    'http_req_duration{name:login}': ['p(95)<5000'],
+    'http_reqs{name:BASE/get?page=1}': ['count==12'],
+    'http_reqs{name:never}': ['count>0'],
+    'http_req_failed{name:broken}': ['rate<0.5'],
+    http_reqs: ['count==30'],
+  },
+};
+
+export default function () {
+  http.post('BASE/post', 'user=u', { tags: { name: 'login' } });
+  http.get('BASE/get?page=1');
+  http.get('BASE/get?page=1');
+  http.get('BASE/status/500', { tags: { name: 'broken' } });
+  http.get('BASE/get?page=2');
+}
+"#;
+
+#[test]
+fn thresholds_on_name_tags_see_exactly_their_requests() {
+    let target = Target::start();
+    let script = k6_script("name-tags.js", &target, NAME_TAGS);
+    let export = scratch_file("name-tags-export.json", b"");
+    let (out, summary) = run_k6(&script, &["--summary-export", export.to_str().unwrap()]);
+    let s = summary.unwrap_or_else(|| panic!("no summary: {}\n{}", out.stdout, out.stderr));
+    // `never` has no requests and `broken` fails all of its: exit 99.
+    assert_eq!(out.code(), Some(99), "{}\n{}", out.stdout, out.stderr);
+    let verdicts: Vec<(String, bool)> = s["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["metric"].as_str().unwrap().to_string(),
+                t["passed"] == true,
+            )
+        })
+        .collect();
+    let base = script_base(&out, &s);
+    let expected = [
+        ("http_reqs{name:login}".to_string(), true),
+        ("http_req_duration{name:login}".to_string(), true),
+        (format!("http_reqs{{name:{base}/get?page=1}}"), true),
+        ("http_reqs{name:never}".to_string(), false),
+        ("http_req_failed{name:broken}".to_string(), false),
+        ("http_reqs".to_string(), true),
+    ];
+    for (metric, passed) in expected {
+        assert!(
+            verdicts.contains(&(metric.clone(), passed)),
+            "{metric} {passed}: {verdicts:?}"
+        );
+    }
+    let e: serde_json::Value = serde_json::from_slice(&std::fs::read(&export).unwrap()).unwrap();
+    assert_eq!(e["metrics"]["http_reqs{name:login}"]["count"], 6.0);
+    assert_eq!(e["metrics"]["http_req_failed{name:broken}"]["value"], 1.0);
+    assert_eq!(e["metrics"]["http_reqs"]["count"], 30.0);
+}
+
+/// `http://host:port` of the run's target.
+fn script_base(out: &Output, summary: &serde_json::Value) -> String {
+    summary["target"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no target: {}", out.stdout))
+}
+
+#[test]
+fn thresholds_on_tags_barrage_cannot_compute_are_refused_at_start() {
+    let target = Target::start();
+    for (threshold, named) in [
+        (
+            "'http_req_duration{expected_response:true}'",
+            "`expected_response`",
+        ),
+        (
+            "'http_reqs{name:a}': ['count>0'], 'http_reqs{kind:b}'",
+            "one request tag key per script",
+        ),
+    ] {
+        let script = k6_script(
+            "bad-tags.js",
+            &target,
+            &format!("import http from 'k6/http';\nexport const options = {{ thresholds: {{ {threshold}: ['count>0'] }} }};\nexport default function () {{ http.get('BASE/get'); }}\n"),
+        );
+        let (out, _) = run_k6(&script, &[]);
+        assert_eq!(out.code(), Some(2), "{}", out.stderr);
+        assert!(
+            out.stderr.contains("bad-tags.js: threshold") && out.stderr.contains(named),
+            "{}",
+            out.stderr
+        );
+    }
+}

@@ -266,3 +266,23 @@ fn k6_and_barrage_agree_on_redirect_hops_and_cookies() {
         "{k6_err}\n{our_err}"
     );
 }
+
+#[test]
+fn k6_and_barrage_agree_on_thresholds_filtered_by_name_tags() {
+    let Some(k6) = k6_or_skip("k6 tag thresholds differential") else {
+        return;
+    };
+    let target = Target::start();
+    let script = k6_script("tags-differential.js", &target, super::k6_api::NAME_TAGS);
+    let (k6_code, k6_export, k6_err) = run_with_k6(&k6, &script);
+    let (our_code, our_export, our_err) = run_with_barrage(&script);
+    let theirs = k6_export.unwrap_or_else(|| panic!("k6 wrote no export: {k6_err}"));
+    let ours = our_export.unwrap_or_else(|| panic!("barrage wrote no export: {our_err}"));
+    let k6_verdicts = verdicts(&theirs);
+    assert_eq!(k6_verdicts.len(), 6, "{k6_verdicts:?}");
+    assert_eq!(verdicts(&ours), k6_verdicts);
+    for key in ["http_reqs{name:login}", "http_reqs"] {
+        assert_eq!(count(&ours, key), count(&theirs, key), "{key}");
+    }
+    assert_eq!(our_code, k6_code, "{our_err}");
+}

@@ -102,8 +102,23 @@ export function request(method, url, body, params) {
   if (pairs.length) headers.push("Cookie", pairs.join("; "));
   const redirects = params.redirects === undefined || params.redirects === null
     ? -1 : Number(params.redirects);
-  return N.request(Response.prototype, String(method).toUpperCase(), String(url), payload, headers,
-    [timeoutMillis(params.timeout), redirects]);
+  const verb = String(method).toUpperCase();
+  const href = String(url);
+  return N.request(Response.prototype, verb, href, payload, headers,
+    [timeoutMillis(params.timeout), redirects, N.tagKey === null ? 0 : tagIndex(params, verb, href)]);
+}
+
+// The plan's request tag of a request (see request_tags.rs): its value of the tag key the
+// thresholds filter on, k6's `name` and `url` defaulting to the URL.
+function tagIndex(params, verb, href) {
+  const own = params.tags || {};
+  const key = N.tagKey;
+  let value = own[key];
+  if (value === undefined) {
+    if (key === "name" || key === "url") value = href;
+    else if (key === "method") value = verb;
+  }
+  return value === undefined ? 0 : N.tagValues.indexOf(String(value)) + 1;
 }
 
 export function get(url, params) { return request("GET", url, null, params); }
