@@ -438,3 +438,54 @@ fn thresholds_on_tags_barrage_cannot_compute_are_refused_at_start() {
         );
     }
 }
+
+pub(crate) const BATCH: &str = r#"import http from 'k6/http';
+import { check } from 'k6';
+
+export const options = { vus: 2, iterations: 4 };
+
+export default function () {
+  const list = http.batch([
+    'BASE/get?i=0',
+    ['POST', 'BASE/post', 'a=1', { headers: { 'Content-Type': 'application/x-www-form-urlencoded' } }],
+    { method: 'GET', url: 'BASE/status/404' },
+  ]);
+  check(list, {
+    'array form': (r) => r.length === 3 && r[0].json().args.i === '0' && r[1].json().form.a === '1' && r[2].status === 404,
+  });
+  const named = http.batch({ home: 'BASE/get?p=home', echo: { method: 'PUT', url: 'BASE/put', body: 'x' } });
+  check(named, { 'object form': (r) => r.home.status === 200 && r.echo.json().data === 'x' });
+}
+"#;
+
+#[test]
+fn http_batch_array_and_object_forms() {
+    let target = Target::start();
+    let script = k6_script("batch.js", &target, BATCH);
+    let (out, summary) = run_k6(&script, &[]);
+    let s = summary.unwrap_or_else(|| panic!("no summary: {}\n{}", out.stdout, out.stderr));
+    assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(check_counts(&s, "array form"), (4, 0), "{}", out.stderr);
+    assert_eq!(check_counts(&s, "object form"), (4, 0));
+    assert_eq!(u(&s, "requests"), 4 * 5);
+}
+
+#[test]
+fn response_callbacks_are_refused_with_a_clear_line_not_ignored() {
+    let target = Target::start();
+    let script = k6_script(
+        "callback.js",
+        &target,
+        "import http from 'k6/http';\nhttp.setResponseCallback(http.expectedStatuses(200, 404));\nexport default function () { http.get('BASE/status/404'); }\n",
+    );
+    let (out, _) = run_k6(&script, &[]);
+    assert_eq!(out.code(), Some(107), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("callback.js:2")
+            && out
+                .stderr
+                .contains("http.expectedStatuses is not supported"),
+        "{}",
+        out.stderr
+    );
+}

@@ -92,6 +92,7 @@ export function request(method, url, body, params) {
       payload = String(body);
     }
   }
+  if (params.responseCallback !== undefined) unsupported("params.responseCallback")();
   const cookies = params.cookies || {};
   const pairs = [];
   for (const name of Object.keys(cookies)) {
@@ -129,4 +130,40 @@ export function put(url, body, params) { return request("PUT", url, body, params
 export function patch(url, body, params) { return request("PATCH", url, body, params); }
 export function del(url, body, params) { return request("DELETE", url, body, params); }
 
-export default { request, get, head, options, post, put, patch, del, Response };
+// http.batch: entries are URLs (GET), [method, url, body, params] arrays or
+// {method, url, body, params} objects; an array gives an array of responses, an object an
+// object of them by key. The requests are sent one after another on the VU's connection
+// (k6 sends them in parallel: the same requests, checks and counts, a longer iteration).
+function batchEntry(entry) {
+  if (typeof entry === "string") return request("GET", entry, null, undefined);
+  if (Array.isArray(entry)) return request(entry[0], entry[1], entry[2], entry[3]);
+  if (entry !== null && typeof entry === "object") {
+    return request(entry.method || "GET", entry.url, entry.body, entry.params);
+  }
+  throw new TypeError("http.batch: a request is a URL, an array or an object, not " + entry);
+}
+
+export function batch(requests) {
+  if (Array.isArray(requests)) return requests.map(batchEntry);
+  if (requests !== null && typeof requests === "object") {
+    const responses = {};
+    for (const key of Object.keys(requests)) responses[key] = batchEntry(requests[key]);
+    return responses;
+  }
+  throw new TypeError("http.batch takes an array or an object of requests");
+}
+
+// What decides http_req_failed is not configurable yet: these say so instead of doing
+// nothing (barrage counts errors and statuses >= 400 as failed, k6's default).
+function unsupported(name) {
+  return function () {
+    throw new Error(name + " is not supported by barrage yet (failed requests are errors and statuses >= 400, k6's default)");
+  };
+}
+export const expectedStatuses = unsupported("http.expectedStatuses");
+export const setResponseCallback = unsupported("http.setResponseCallback");
+
+export default {
+  request, get, head, options, post, put, patch, del, batch, expectedStatuses, setResponseCallback,
+  Response,
+};
