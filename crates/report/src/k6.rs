@@ -168,10 +168,15 @@ fn observed(result: &ThresholdResult, metric: Option<&MetricSummary>) -> String 
 
 /// `THRESHOLDS`: each metric with its rules, ✓ or ✗ and the observed value.
 pub fn render_thresholds(summary: &K6Summary, out: &mut String) {
+    render_thresholds_titled(summary, "THRESHOLDS", out);
+}
+
+/// [`render_thresholds`] under `title`.
+pub(crate) fn render_thresholds_titled(summary: &K6Summary, title: &str, out: &mut String) {
     if summary.thresholds.is_empty() {
         return;
     }
-    let _ = writeln!(out, "\n  THRESHOLDS\n");
+    let _ = writeln!(out, "\n  {title}\n");
     let mut last_metric: Option<&str> = None;
     for result in &summary.thresholds {
         if last_metric != Some(result.metric.as_str()) {
@@ -226,6 +231,11 @@ fn metric_line(metric: &MetricSummary, trend_stats: &[String], label_width: usiz
         None => metric.name.clone(),
     };
     let dots = ".".repeat((label_width + 3).saturating_sub(label.chars().count()));
+    format!("    {label}{dots}: {}", metric_values(metric, trend_stats))
+}
+
+/// A metric's values as its summary line shows them.
+pub(crate) fn metric_values(metric: &MetricSummary, trend_stats: &[String]) -> String {
     let v = |key: &str| metric.values.get(key).copied();
     let values = match metric.kind {
         MetricKind::Trend => trend_stats
@@ -265,7 +275,7 @@ fn metric_line(metric: &MetricSummary, trend_stats: &[String], label_width: usiz
             None => "-".into(),
         },
     };
-    format!("    {label}{dots}: {values}")
+    values
 }
 
 /// Every metric: built-in `http_*`, execution, then custom ones.

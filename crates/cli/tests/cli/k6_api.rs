@@ -157,7 +157,17 @@ fn a_throwing_handle_summary_falls_back_to_the_default_summary() {
         "{}",
         out.stderr
     );
-    assert!(out.stdout.contains("http_req_duration"), "{}", out.stdout);
+    // k6 v1's layout, with barrage's own lines around it.
+    for part in [
+        "█ TOTAL RESULTS",
+        "\n    HTTP\n    http_req_duration..............: avg=",
+        "\n    EXECUTION\n",
+        "\n    NETWORK\n    data_received..................: ",
+        "generator  CPU",
+    ] {
+        assert!(out.stdout.contains(part), "{part}\n---\n{}", out.stdout);
+    }
+    assert!(!out.stdout.contains("http_req_blocked"), "{}", out.stdout);
 }
 
 #[test]
