@@ -65,6 +65,20 @@ pub const CAPTURED_HEADERS: &[&str] = &[
     "X-Request-Id",
 ];
 
+/// What a VU asks of its cookie jar (k6's `http.cookieJar()`); URLs are absolute.
+#[derive(Debug, Clone)]
+pub enum JarRequest {
+    /// Set a cookie as `Set-Cookie: name=value<attributes>` from `url` would.
+    Set {
+        url: String,
+        name: String,
+        value: String,
+        attributes: String,
+    },
+    /// The cookies a request to `url` would carry.
+    ForUrl { url: String },
+}
+
 /// How a VU is resumed.
 #[derive(Debug)]
 pub enum VuInput {
@@ -75,6 +89,8 @@ pub enum VuInput {
     Response(ScriptResponse),
     /// A sleep it asked for is over.
     Slept,
+    /// Its jar request is done: the cookies `JarRequest::ForUrl` asked for, `(name, value)`.
+    Cookies(Vec<(String, String)>),
 }
 
 /// What a VU wants next.
@@ -82,6 +98,8 @@ pub enum VuInput {
 pub enum VuStep {
     Request(ScriptRequest),
     Sleep(Duration),
+    /// Use the VU's cookie jar (answered at once, without waiting).
+    Jar(JarRequest),
     /// The iteration ended; `false` when it ended by an exception.
     Done {
         ok: bool,

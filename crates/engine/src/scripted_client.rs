@@ -7,7 +7,7 @@ use crate::client::Client;
 use crate::exchange::{attempt, OpenRequest, Wanted};
 use crate::redirect;
 use crate::scripted::{
-    ScriptRequest, ScriptResponse, ScriptTimings, ScriptedVu, VuEvent, VuInput, VuStep,
+    JarRequest, ScriptRequest, ScriptResponse, ScriptTimings, ScriptedVu, VuEvent, VuInput, VuStep,
     CAPTURED_HEADERS,
 };
 use crate::worker::Worker;
@@ -121,6 +121,7 @@ impl Client {
                     }
                     input = VuInput::Slept;
                 }
+                VuStep::Jar(request) => input = VuInput::Cookies(self.use_jar(request)),
                 VuStep::Done { ok } => break ok,
             }
         };
@@ -329,6 +330,28 @@ impl Client {
         let received = received.get();
         worker.record_error(tag, Instant::now(), kind, prepared, received, None);
         failed(kind.description())
+    }
+
+    /// Does what a VU asks of its cookie jar (nothing without a jar or with a bad URL).
+    fn use_jar(&mut self, request: JarRequest) -> Vec<(String, String)> {
+        let Some(jar) = &mut self.jar else {
+            return Vec::new();
+        };
+        let parse = |url: &str| url::Url::parse(url).ok();
+        match request {
+            JarRequest::Set {
+                url,
+                name,
+                value,
+                attributes,
+            } => {
+                if let Some(url) = parse(&url) {
+                    jar.set(&url, &name, &value, &attributes);
+                }
+                Vec::new()
+            }
+            JarRequest::ForUrl { url } => parse(&url).map(|u| jar.for_url(&u)).unwrap_or_default(),
+        }
     }
 
     /// Points the client's connection at `url`'s origin: the plan target's addresses, or

@@ -5,7 +5,7 @@
 //! outside it `open()` is, as in k6.
 
 use crate::shared::{RunShared, SharedElements};
-use barrage_engine::{ScriptRequest, ScriptResponse, VuEvent, VuStep};
+use barrage_engine::{JarRequest, ScriptRequest, ScriptResponse, VuEvent, VuStep};
 use barrage_plan::{limits, MetricDecl, MetricKind};
 use rquickjs::class::{JsClass, Readable, Trace, Tracer};
 use rquickjs::{
@@ -171,6 +171,37 @@ pub(crate) fn install<'js, H: Host + 'static>(
         )?,
     )?;
     natives.set("field", Function::new(ctx.clone(), response_field)?)?;
+    let h = host.clone();
+    natives.set(
+        "jar",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, op: String, args: Vec<String>| -> rquickjs::Result<Vec<String>> {
+                if !h.may_suspend() {
+                    return throw(&ctx, "the cookie jar is not available in the init context");
+                }
+                let mut args = args.into_iter();
+                let url = args.next().unwrap_or_default();
+                let request = match op.as_str() {
+                    "set" => JarRequest::Set {
+                        url,
+                        name: args.next().unwrap_or_default(),
+                        value: args.next().unwrap_or_default(),
+                        attributes: args.next().unwrap_or_default(),
+                    },
+                    _ => JarRequest::ForUrl { url },
+                };
+                let Some(answer) = h.suspend(VuStep::Jar(request)) else {
+                    return throw(&ctx, "the test ended during this iteration");
+                };
+                Ok(answer
+                    .headers
+                    .into_iter()
+                    .flat_map(|(name, value)| [name, value])
+                    .collect())
+            },
+        )?,
+    )?;
     let h = host.clone();
     natives.set(
         "sleep",

@@ -213,6 +213,11 @@ impl Host for VuHost {
         match yielder.suspend(CoOut::Step(step)) {
             CoIn::Engine(VuInput::Response(response)) => Some(response),
             CoIn::Engine(VuInput::Slept) => Some(ScriptResponse::default()),
+            // A jar's cookies travel as `(name, value)` headers.
+            CoIn::Engine(VuInput::Cookies(cookies)) => Some(ScriptResponse {
+                headers: cookies,
+                ..ScriptResponse::default()
+            }),
             CoIn::Engine(VuInput::Start { .. }) | CoIn::Cancel | CoIn::Exit => None,
         }
     }

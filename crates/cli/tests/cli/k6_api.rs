@@ -499,3 +499,52 @@ fn response_callbacks_are_refused_with_a_clear_line_not_ignored() {
         out.stderr
     );
 }
+
+pub(crate) const COOKIE_JAR: &str = r#"import http from 'k6/http';
+import { check } from 'k6';
+
+export const options = { vus: 2, iterations: 4 };
+
+export default function () {
+  const jar = http.cookieJar();
+  jar.set('BASE/cookies', 'session', 's' + __ITER, { path: '/' });
+  jar.set('BASE/cookies', 'scoped', 'x', { path: '/cookies' });
+  jar.set('BASE/cookies', 'expired', 'e', { max_age: -1 });
+  const seen = http.get('BASE/cookies', { jar: jar });
+  check(seen, {
+    'set cookies are sent': (r) => r.json().cookies.session === 's' + __ITER && r.json().cookies.scoped === 'x',
+    'expired ones are not': (r) => r.json().cookies.expired === undefined,
+  });
+  http.get('BASE/cookies/set?server=1');
+  const all = jar.cookiesForURL('BASE/cookies');
+  check(all, {
+    'cookiesForURL lists values': (c) => c.session[0] === 's' + __ITER && c.server[0] === '1' && c.scoped[0] === 'x',
+    'path scoping': () => jar.cookiesForURL('BASE/get').scoped === undefined,
+  });
+  jar.delete('BASE/cookies', 'session');
+  check(http.get('BASE/cookies'), { 'deleted': (r) => r.json().cookies.session === undefined && r.json().cookies.server === '1' });
+  // As in k6, clear() expires the URL's cookies at its default path (`/`): `scoped`
+  // (path /cookies) stays.
+  jar.clear('BASE/cookies');
+  check(http.get('BASE/cookies'), { 'cleared': (r) => Object.keys(r.json().cookies).join() === 'scoped' });
+}
+"#;
+
+#[test]
+fn the_vu_cookie_jar_api_sets_lists_deletes_and_clears() {
+    let target = Target::start();
+    let script = k6_script("cookie-jar.js", &target, COOKIE_JAR);
+    let (out, summary) = run_k6(&script, &[]);
+    let s = summary.unwrap_or_else(|| panic!("no summary: {}\n{}", out.stdout, out.stderr));
+    let checks = s["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 6);
+    for check in checks {
+        assert_eq!(
+            (u(check, "passed"), u(check, "failed")),
+            (4, 0),
+            "{check}\n{}",
+            out.stderr
+        );
+    }
+    assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+}

@@ -305,3 +305,22 @@ fn k6_and_barrage_agree_on_batch_requests_and_checks() {
     assert_eq!(our_checks, k6_checks);
     assert_eq!(our_code, k6_code, "{our_err}");
 }
+
+#[test]
+fn k6_and_barrage_agree_on_the_cookie_jar_api() {
+    let Some(k6) = k6_or_skip("k6 cookie jar differential") else {
+        return;
+    };
+    let target = Target::start();
+    let script = k6_script("jar-differential.js", &target, super::k6_api::COOKIE_JAR);
+    let (k6_code, k6_export, k6_err) = run_with_k6(&k6, &script);
+    let (our_code, our_export, our_err) = run_with_barrage(&script);
+    let theirs = k6_export.unwrap_or_else(|| panic!("k6 wrote no export: {k6_err}"));
+    let ours = our_export.unwrap_or_else(|| panic!("barrage wrote no export: {our_err}"));
+    assert_eq!(count(&ours, "http_reqs"), count(&theirs, "http_reqs"));
+    let (mut k6_checks, mut our_checks) = (Vec::new(), Vec::new());
+    checks(&theirs["root_group"], &mut k6_checks);
+    checks(&ours["root_group"], &mut our_checks);
+    assert_eq!(our_checks, k6_checks);
+    assert_eq!(our_code, k6_code, "{our_err}");
+}

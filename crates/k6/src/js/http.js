@@ -93,6 +93,9 @@ export function request(method, url, body, params) {
     }
   }
   if (params.responseCallback !== undefined) unsupported("params.responseCallback")();
+  if (params.jar !== undefined && params.jar !== null && params.jar !== vuJar) {
+    throw new Error("params.jar: only the VU's jar (http.cookieJar()) is supported by barrage yet");
+  }
   const cookies = params.cookies || {};
   const pairs = [];
   for (const name of Object.keys(cookies)) {
@@ -153,6 +156,49 @@ export function batch(requests) {
   throw new TypeError("http.batch takes an array or an object of requests");
 }
 
+// The VU's cookie jar (the engine keeps it, fresh each iteration, fed by every response).
+function cookieAttributes(options) {
+  const o = options || {};
+  let text = "";
+  if (o.domain) text += "; Domain=" + o.domain;
+  if (o.path) text += "; Path=" + o.path;
+  if (o.expires) text += "; Expires=" + o.expires;
+  if (o.max_age !== undefined && o.max_age !== null) text += "; Max-Age=" + Number(o.max_age);
+  if (o.secure) text += "; Secure";
+  if (o.http_only) text += "; HttpOnly";
+  return text;
+}
+
+const vuJar = {
+  set(url, name, value, options) {
+    N.jar("set", [String(url), String(name), String(value), cookieAttributes(options)]);
+  },
+  cookiesForURL(url) {
+    const pairs = N.jar("get", [String(url)]);
+    const cookies = {};
+    for (let i = 0; i + 1 < pairs.length; i += 2) {
+      (cookies[pairs[i]] = cookies[pairs[i]] || []).push(pairs[i + 1]);
+    }
+    return cookies;
+  },
+  // As k6 does: an expired cookie of that name set at the URL (so at its default path).
+  delete(url, name) {
+    if (name === undefined || name === null || name === "") throw new Error("cookie: is null");
+    N.jar("set", [String(url), String(name), "", "; Max-Age=-1"]);
+  },
+  clear(url) {
+    for (const name of Object.keys(this.cookiesForURL(url))) this.delete(url, name);
+  },
+};
+
+export function cookieJar() { return vuJar; }
+
+export class CookieJar {
+  constructor() {
+    throw new Error("new http.CookieJar() is not supported by barrage yet (use the VU's jar, http.cookieJar())");
+  }
+}
+
 // What decides http_req_failed is not configurable yet: these say so instead of doing
 // nothing (barrage counts errors and statuses >= 400 as failed, k6's default).
 function unsupported(name) {
@@ -165,5 +211,5 @@ export const setResponseCallback = unsupported("http.setResponseCallback");
 
 export default {
   request, get, head, options, post, put, patch, del, batch, expectedStatuses, setResponseCallback,
-  Response,
+  cookieJar, CookieJar, Response,
 };
