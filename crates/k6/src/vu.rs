@@ -175,17 +175,25 @@ impl VuFactory for K6Factory {
             Coroutine::with_stack(stack, move |yielder: &Yielder<CoIn, CoOut>, _first| {
                 vu_body(yielder, &shared, (id, role), recorded)
             });
-        match coroutine.resume(CoIn::Exit) {
+        let made = match coroutine.resume(CoIn::Exit) {
             CoroutineResult::Yield(CoOut::Ready) => Ok(Box::new(K6Vu {
                 coroutine: Some(coroutine),
                 mid_iteration: false,
                 events,
-            })),
+            }) as Box<dyn ScriptedVu>),
             CoroutineResult::Yield(CoOut::Step(_)) => Err(format!("VU {id}: did not start")),
             CoroutineResult::Return(result) => {
                 Err(result.err().unwrap_or_else(|| format!("VU {id}: ended")))
             }
+        };
+        // As in k6, a VU whose init context fails ends the test (exit 107).
+        if let Err(problem) = &made {
+            self.shared
+                .script
+                .run
+                .fail_stage(format!("a VU could not be initialised: {problem}"));
         }
+        made
     }
 }
 

@@ -548,3 +548,45 @@ fn the_vu_cookie_jar_api_sets_lists_deletes_and_clears() {
     }
     assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
 }
+
+#[test]
+fn every_vu_runs_its_init_context_before_the_load_starts() {
+    let target = Target::start();
+    let script = k6_script(
+        "preallocated.js",
+        &target,
+        "import http from 'k6/http';\nexport const options = { vus: 3, iterations: 6 };\nconsole.log('init of VU ' + __VU);\nexport default function () { console.log('iteration'); http.get('BASE/get'); }\n",
+    );
+    let (out, summary) = run_k6(&script, &[]);
+    assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(u(&summary.unwrap()["sessions"], "completed"), 6);
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("init of VU") || l.contains("iteration"))
+        .collect();
+    // The init evaluation at start (VU 0), then the three VUs, then the iterations.
+    let inits = lines
+        .iter()
+        .take_while(|l| l.contains("init of VU"))
+        .count();
+    assert_eq!(inits, 4, "{lines:?}");
+    assert_eq!(lines.len(), 4 + 6, "{lines:?}");
+}
+
+#[test]
+fn a_vu_whose_init_fails_stops_the_test_before_load_with_107() {
+    let target = Target::start();
+    let script = k6_script(
+        "vu-init-fails.js",
+        &target,
+        "import http from 'k6/http';\nexport const options = { vus: 3, iterations: 30 };\nif (__VU === 2) { throw new Error('VU 2 has no data'); }\nexport default function () { http.get('BASE/get'); }\n",
+    );
+    let (out, summary) = run_k6(&script, &[]);
+    assert_eq!(out.code(), Some(107), "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("VU 2 has no data"), "{}", out.stderr);
+    assert!(out.stderr.contains("vu-init-fails.js:3"), "{}", out.stderr);
+    if let Some(s) = summary {
+        assert_eq!(u(&s, "requests"), 0, "no load after a failed VU init");
+    }
+}

@@ -228,6 +228,7 @@ fn k6_and_barrage_exit_alike_on_script_errors_and_aborts() {
         ("init-throws.js", "import http from 'k6/http';\nthrow new Error('init');\nexport default function () {}\n"),
         ("setup-throws.js", "import http from 'k6/http';\nexport const options = { iterations: 1 };\nexport function setup() { throw new Error('setup'); }\nexport default function () { http.get('BASE/get'); }\n"),
         ("aborts.js", "import http from 'k6/http';\nimport exec from 'k6/execution';\nexport const options = { vus: 1, iterations: 5 };\nexport default function () { http.get('BASE/get'); exec.test.abort('enough'); }\n"),
+        ("vu-init-fails.js", "import http from 'k6/http';\nexport const options = { vus: 3, iterations: 30 };\nif (__VU === 2) { throw new Error('VU 2 has no data'); }\nexport default function () { http.get('BASE/get'); }\n"),
         ("passes.js", "import http from 'k6/http';\nimport { check } from 'k6';\nexport const options = { vus: 2, iterations: 4, thresholds: { checks: ['rate==1'] } };\nexport default function () { check(http.get('BASE/get'), { ok: (r) => r.status === 200 }); }\n"),
         ("fails.js", "import http from 'k6/http';\nexport const options = { vus: 1, iterations: 2, thresholds: { http_req_failed: ['rate<0.5'] } };\nexport default function () { http.get('BASE/status/500'); }\n"),
     ];
