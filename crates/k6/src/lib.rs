@@ -22,6 +22,7 @@ mod vu;
 
 pub use detect::{imports, is_k6_script, unsupported_import, SUPPORTED_MODULES};
 pub use options::REQUEST_TAG;
+pub use summary::SummaryOutputs;
 pub use vu::{K6Factory, VU_MEMORY, VU_STACK};
 
 use barrage_plan::{Plan, Target};

@@ -109,7 +109,7 @@ pub(crate) fn scenario_exec_and_env(
     if exec == "default" && !has_default {
         return Err(no_default(file));
     }
-    if !exported.iter().any(|f| *f == exec) {
+    if !exported.contains(&exec) {
         return Err(bad(
             file,
             format_args!("scenario `{name}`: the script exports no function `{exec}` (`exec`)"),

@@ -15,6 +15,10 @@ const SUMMARY_LIMIT: Duration = Duration::from_secs(120);
 /// Its QuickJS heap limit.
 const SUMMARY_MEMORY: usize = 256 << 20;
 
+/// What `handleSummary` returned: each output's name (`stdout`, `stderr`, a file path) and
+/// content.
+pub type SummaryOutputs = Vec<(String, Vec<u8>)>;
+
 /// Calls the script's `handleSummary` with `data` (k6's summary object as JSON); returns
 /// the outputs in the order the script named them.
 pub(crate) fn handle_summary(

@@ -125,7 +125,7 @@ impl K6Factory {
 
     /// Calls the script's `handleSummary(data)` (`data`: k6's summary object as JSON), when
     /// it exports one: the outputs it returned, by name (`stdout`, `stderr`, a file path).
-    pub fn handle_summary(&self, data: &str) -> Option<Result<Vec<(String, Vec<u8>)>, String>> {
+    pub fn handle_summary(&self, data: &str) -> Option<Result<crate::SummaryOutputs, String>> {
         self.exports("handleSummary")
             .then(|| crate::summary::handle_summary(&self.shared.script, data))
     }

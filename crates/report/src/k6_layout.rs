@@ -41,8 +41,9 @@ fn line(out: &mut String, label: &str, values: &str) {
 
 fn has_data(metric: &MetricSummary) -> bool {
     let zero = |key: &str| metric.values.get(key).is_none_or(|v| *v == 0.0);
-    !(metric.name == "dropped_iterations" && zero("count"))
-        && !(metric.name == "group_duration" && metric.values.is_empty())
+    let no_drops = metric.name == "dropped_iterations" && zero("count");
+    let no_groups = metric.name == "group_duration" && metric.values.is_empty();
+    !(no_drops || no_groups)
 }
 
 fn section(out: &mut String, title: &str, metrics: &[&MetricSummary], stats: &[String]) {
