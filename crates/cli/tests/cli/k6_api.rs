@@ -4,6 +4,19 @@
 use super::k6::{check_counts, k6_script, metric, run_k6};
 use crate::support::*;
 
+/// The summary has `count` checks, each passed `times` times and never failed.
+fn every_check_passed(summary: &serde_json::Value, count: usize, times: u64, stderr: &str) {
+    let checks = summary["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), count, "{checks:?}");
+    for check in checks {
+        assert_eq!(
+            (u(check, "passed"), u(check, "failed")),
+            (times, 0),
+            "{check}\n{stderr}"
+        );
+    }
+}
+
 const LIFECYCLE: &str = r#"import http from 'k6/http';
 import { check } from 'k6';
 
@@ -287,11 +300,7 @@ export default function () {
     );
     let (out, summary) = run_k6(&script, &[]);
     let s = summary.unwrap_or_else(|| panic!("no summary: {}\n{}", out.stdout, out.stderr));
-    let checks = s["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 14);
-    for check in checks {
-        assert_eq!((u(check, "passed"), u(check, "failed")), (2, 0), "{check}");
-    }
+    every_check_passed(&s, 14, 2, &out.stderr);
     assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
 }
 
@@ -332,16 +341,7 @@ fn redirects_and_the_vu_cookie_jar_behave_as_in_k6() {
     let script = k6_script("redirects.js", &target, &body);
     let (out, summary) = run_k6(&script, &[]);
     let s = summary.unwrap_or_else(|| panic!("no summary: {}\n{}", out.stdout, out.stderr));
-    let checks = s["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 9);
-    for check in checks {
-        assert_eq!(
-            (u(check, "passed"), u(check, "failed")),
-            (4, 0),
-            "{check}\n{}",
-            out.stderr
-        );
-    }
+    every_check_passed(&s, 9, 4, &out.stderr);
     // Per iteration, each hop a request: 1 + 2 + 1 + 4 + 4 + 1 + 2 + 2 (k6 counts the same:
     // see the differential test).
     assert_eq!(u(&s, "requests"), 4 * 17, "{}", out.stdout);
@@ -536,16 +536,7 @@ fn the_vu_cookie_jar_api_sets_lists_deletes_and_clears() {
     let script = k6_script("cookie-jar.js", &target, COOKIE_JAR);
     let (out, summary) = run_k6(&script, &[]);
     let s = summary.unwrap_or_else(|| panic!("no summary: {}\n{}", out.stdout, out.stderr));
-    let checks = s["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 6);
-    for check in checks {
-        assert_eq!(
-            (u(check, "passed"), u(check, "failed")),
-            (4, 0),
-            "{check}\n{}",
-            out.stderr
-        );
-    }
+    every_check_passed(&s, 6, 4, &out.stderr);
     assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
 }
 

@@ -127,6 +127,43 @@ fn count(export: &Value, metric: &str) -> f64 {
     export["metrics"][metric]["count"].as_f64().unwrap_or(-1.0)
 }
 
+/// Both tools' runs of one script: exit codes, exports and stderr.
+struct Both {
+    k6_code: Option<i32>,
+    our_code: Option<i32>,
+    theirs: Value,
+    ours: Value,
+    our_err: String,
+}
+
+/// Runs `script` with k6 and with barrage; both must write their export.
+fn run_both(k6: &Path, script: &Path) -> Both {
+    let (k6_code, k6_export, k6_err) = run_with_k6(k6, script);
+    let (our_code, our_export, our_err) = run_with_barrage(script);
+    Both {
+        k6_code,
+        our_code,
+        theirs: k6_export.unwrap_or_else(|| panic!("k6 wrote no export: {k6_err}")),
+        ours: our_export.unwrap_or_else(|| panic!("barrage wrote no export: {our_err}")),
+        our_err,
+    }
+}
+
+impl Both {
+    /// The same request count, the same checks (path, passes, fails) and the same exit code.
+    fn assert_same_requests_checks_and_exit(&self) {
+        assert_eq!(
+            count(&self.ours, "http_reqs"),
+            count(&self.theirs, "http_reqs")
+        );
+        let (mut k6_checks, mut our_checks) = (Vec::new(), Vec::new());
+        checks(&self.theirs["root_group"], &mut k6_checks);
+        checks(&self.ours["root_group"], &mut our_checks);
+        assert_eq!(our_checks, k6_checks);
+        assert_eq!(self.our_code, self.k6_code, "{}", self.our_err);
+    }
+}
+
 const ITERATIONS: &str = r#"import http from 'k6/http';
 import { check, group, sleep } from 'k6';
 import { Counter, Trend } from 'k6/metrics';
@@ -185,37 +222,29 @@ fn k6_and_barrage_agree_on_counts_checks_thresholds_and_exit_code() {
     };
     let target = Target::start();
     let script = k6_script("differential.js", &target, ITERATIONS);
-    let (k6_code, k6_export, k6_err) = run_with_k6(&k6, &script);
-    let (our_code, our_export, our_err) = run_with_barrage(&script);
-    let theirs = k6_export.unwrap_or_else(|| panic!("k6 wrote no export: {k6_err}"));
-    let ours = our_export.unwrap_or_else(|| panic!("barrage wrote no export: {our_err}"));
+    let both = run_both(&k6, &script);
+    let (theirs, ours) = (&both.theirs, &both.ours);
     // 12 iterations of 4 requests, and setup's.
-    assert_eq!(
-        count(&theirs, "http_reqs"),
-        49.0,
-        "k6's own count: {k6_err}"
-    );
-    for metric in ["http_reqs", "iterations", "pings"] {
-        assert_eq!(count(&ours, metric), count(&theirs, metric), "{metric}");
+    assert_eq!(count(theirs, "http_reqs"), 49.0, "k6's own count");
+    for metric in ["iterations", "pings"] {
+        assert_eq!(count(ours, metric), count(theirs, metric), "{metric}");
     }
-    let (mut k6_checks, mut our_checks) = (Vec::new(), Vec::new());
+    let mut k6_checks = Vec::new();
     checks(&theirs["root_group"], &mut k6_checks);
-    checks(&ours["root_group"], &mut our_checks);
     assert_eq!(k6_checks.len(), 6, "{k6_checks:?}");
-    assert_eq!(our_checks, k6_checks);
-    let k6_verdicts = verdicts(&theirs);
+    let k6_verdicts = verdicts(theirs);
     assert_eq!(k6_verdicts.len(), 4);
-    assert_eq!(verdicts(&ours), k6_verdicts);
+    assert_eq!(verdicts(ours), k6_verdicts);
     assert_eq!(
         ours["metrics"]["http_req_failed"]["value"],
         theirs["metrics"]["http_req_failed"]["value"]
     );
     assert_eq!(
-        k6_code,
+        both.k6_code,
         Some(99),
         "checks and sizes fail their thresholds in k6"
     );
-    assert_eq!(our_code, k6_code, "{our_err}");
+    both.assert_same_requests_checks_and_exit();
 }
 
 #[test]
@@ -252,20 +281,9 @@ fn k6_and_barrage_agree_on_redirect_hops_and_cookies() {
     let other = Target::start();
     let body = super::k6_api::REDIRECTS.replace("OTHER", &format!("http://{}", other.addr));
     let script = k6_script("redirects-differential.js", &target, &body);
-    let (k6_code, k6_export, k6_err) = run_with_k6(&k6, &script);
-    let (our_code, our_export, our_err) = run_with_barrage(&script);
-    let theirs = k6_export.unwrap_or_else(|| panic!("k6 wrote no export: {k6_err}"));
-    let ours = our_export.unwrap_or_else(|| panic!("barrage wrote no export: {our_err}"));
-    assert_eq!(count(&ours, "http_reqs"), count(&theirs, "http_reqs"));
-    let (mut k6_checks, mut our_checks) = (Vec::new(), Vec::new());
-    checks(&theirs["root_group"], &mut k6_checks);
-    checks(&ours["root_group"], &mut our_checks);
-    assert_eq!(our_checks, k6_checks);
-    assert_eq!(
-        (our_code, k6_code),
-        (Some(0), Some(0)),
-        "{k6_err}\n{our_err}"
-    );
+    let both = run_both(&k6, &script);
+    both.assert_same_requests_checks_and_exit();
+    assert_eq!(both.our_code, Some(0), "{}", both.our_err);
 }
 
 #[test]
@@ -275,17 +293,15 @@ fn k6_and_barrage_agree_on_thresholds_filtered_by_name_tags() {
     };
     let target = Target::start();
     let script = k6_script("tags-differential.js", &target, super::k6_api::NAME_TAGS);
-    let (k6_code, k6_export, k6_err) = run_with_k6(&k6, &script);
-    let (our_code, our_export, our_err) = run_with_barrage(&script);
-    let theirs = k6_export.unwrap_or_else(|| panic!("k6 wrote no export: {k6_err}"));
-    let ours = our_export.unwrap_or_else(|| panic!("barrage wrote no export: {our_err}"));
-    let k6_verdicts = verdicts(&theirs);
+    let both = run_both(&k6, &script);
+    let k6_verdicts = verdicts(&both.theirs);
     assert_eq!(k6_verdicts.len(), 6, "{k6_verdicts:?}");
-    assert_eq!(verdicts(&ours), k6_verdicts);
-    for key in ["http_reqs{name:login}", "http_reqs"] {
-        assert_eq!(count(&ours, key), count(&theirs, key), "{key}");
-    }
-    assert_eq!(our_code, k6_code, "{our_err}");
+    assert_eq!(verdicts(&both.ours), k6_verdicts);
+    assert_eq!(
+        count(&both.ours, "http_reqs{name:login}"),
+        count(&both.theirs, "http_reqs{name:login}")
+    );
+    both.assert_same_requests_checks_and_exit();
 }
 
 #[test]
@@ -294,17 +310,9 @@ fn k6_and_barrage_agree_on_batch_requests_and_checks() {
         return;
     };
     let target = Target::start();
-    let script = k6_script("batch-differential.js", &target, super::k6_api::BATCH);
-    let (k6_code, k6_export, k6_err) = run_with_k6(&k6, &script);
-    let (our_code, our_export, our_err) = run_with_barrage(&script);
-    let theirs = k6_export.unwrap_or_else(|| panic!("k6 wrote no export: {k6_err}"));
-    let ours = our_export.unwrap_or_else(|| panic!("barrage wrote no export: {our_err}"));
-    assert_eq!(count(&ours, "http_reqs"), count(&theirs, "http_reqs"));
-    let (mut k6_checks, mut our_checks) = (Vec::new(), Vec::new());
-    checks(&theirs["root_group"], &mut k6_checks);
-    checks(&ours["root_group"], &mut our_checks);
-    assert_eq!(our_checks, k6_checks);
-    assert_eq!(our_code, k6_code, "{our_err}");
+    let body = super::k6_api::BATCH.to_string();
+    let script = k6_script("batch-differential.js", &target, &body);
+    run_both(&k6, &script).assert_same_requests_checks_and_exit();
 }
 
 #[test]
@@ -313,15 +321,7 @@ fn k6_and_barrage_agree_on_the_cookie_jar_api() {
         return;
     };
     let target = Target::start();
-    let script = k6_script("jar-differential.js", &target, super::k6_api::COOKIE_JAR);
-    let (k6_code, k6_export, k6_err) = run_with_k6(&k6, &script);
-    let (our_code, our_export, our_err) = run_with_barrage(&script);
-    let theirs = k6_export.unwrap_or_else(|| panic!("k6 wrote no export: {k6_err}"));
-    let ours = our_export.unwrap_or_else(|| panic!("barrage wrote no export: {our_err}"));
-    assert_eq!(count(&ours, "http_reqs"), count(&theirs, "http_reqs"));
-    let (mut k6_checks, mut our_checks) = (Vec::new(), Vec::new());
-    checks(&theirs["root_group"], &mut k6_checks);
-    checks(&ours["root_group"], &mut our_checks);
-    assert_eq!(our_checks, k6_checks);
-    assert_eq!(our_code, k6_code, "{our_err}");
+    let body = super::k6_api::COOKIE_JAR.to_string();
+    let script = k6_script("jar-differential.js", &target, &body);
+    run_both(&k6, &script).assert_same_requests_checks_and_exit();
 }
