@@ -4,7 +4,7 @@
 //! the metrics k6 shows by default (the `http_req_*` phases stay in the JSON outputs).
 
 use crate::k6::{metric_values, render_thresholds_titled, K6Summary};
-use crate::k6_metrics::MetricSummary;
+use crate::k6_metrics::{MetricSummary, BUILT_IN_METRICS};
 use barrage_metrics::CheckCounts;
 use std::fmt::Write;
 
@@ -21,18 +21,8 @@ const EXECUTION: &[&str] = &[
     "vus_max",
 ];
 const NETWORK: &[&str] = &["data_received", "data_sent"];
-/// Built-in metrics k6 v1 leaves out of its default summary.
-const HIDDEN: &[&str] = &[
-    "http_req_blocked",
-    "http_req_connecting",
-    "http_req_tls_handshaking",
-    "http_req_sending",
-    "http_req_waiting",
-    "http_req_receiving",
-    "checks",
-    "run_duration",
-    "run_completed",
-];
+/// barrage's run facts (gauges in the JSON outputs), not k6 metrics.
+const RUN_FACTS: &[&str] = &["run_duration", "run_completed"];
 
 fn line(out: &mut String, label: &str, values: &str) {
     let dots = ".".repeat(LABEL_WIDTH.saturating_sub(label.chars().count()));
@@ -101,11 +91,11 @@ pub fn render_k6_v1(k6: &K6Summary, checks: &[CheckCounts], elapsed_s: f64, out:
         }
     }
     let stats = &k6.trend_stats;
+    // k6 v1 shows no `checks` line and none of the `http_req_*` phases by default.
     let builtin = |m: &&MetricSummary| {
-        HTTP.contains(&m.name.as_str())
-            || EXECUTION.contains(&m.name.as_str())
-            || NETWORK.contains(&m.name.as_str())
-            || HIDDEN.contains(&m.name.as_str())
+        BUILT_IN_METRICS.contains(&m.name.as_str())
+            || m.name == "group_duration"
+            || RUN_FACTS.contains(&m.name.as_str())
     };
     let custom: Vec<&MetricSummary> = k6.metrics.iter().filter(|m| !builtin(m)).collect();
     section(out, "CUSTOM", &custom, stats);
