@@ -115,9 +115,27 @@ pub fn load(
     if args.no_thresholds {
         plan.metrics.thresholds.clear();
     }
-    let trend_stats = test
-        .summary_trend_stats
-        .map_or_else(|| barrage_k6::K6_TREND_STATS.to_string(), |s| s.join(","));
+    let trend_stats = match test.summary_trend_stats {
+        None => barrage_k6::K6_TREND_STATS.to_string(),
+        Some(stats) => {
+            // Checked here so that a bad one names the option, not the flag.
+            if let Some(bad) = stats.iter().find(|stat| {
+                barrage_plan::Aggregation::parse(stat).is_none_or(|a| {
+                    matches!(
+                        a,
+                        barrage_plan::Aggregation::Rate | barrage_plan::Aggregation::Value
+                    )
+                })
+            }) {
+                eprintln!(
+                    "error: {}: `options.summaryTrendStats`: `{bad}` is not a trend statistic (avg, min, med, max, count, p(N))",
+                    path.display()
+                );
+                return Ok(Err(crate::usage::exit::USAGE));
+            }
+            stats.join(",")
+        }
+    };
     Ok(Ok(Some(K6Run {
         plan,
         factory: test.factory,

@@ -181,6 +181,19 @@ fn a_throwing_handle_summary_falls_back_to_the_default_summary() {
         assert!(out.stdout.contains(part), "{part}\n---\n{}", out.stdout);
     }
     assert!(!out.stdout.contains("http_req_blocked"), "{}", out.stdout);
+
+    let bad = k6_script(
+        "bad-trend-stats.js",
+        &target,
+        "import http from 'k6/http';\nexport const options = { summaryTrendStats: ['avg', 'p95'] };\nexport default function () { http.get('BASE/get'); }\n",
+    );
+    let (out, _) = run_k6(&bad, &[]);
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("`options.summaryTrendStats`: `p95`"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
