@@ -14,6 +14,7 @@ mod encoding;
 mod host;
 mod init;
 mod options;
+pub mod probe;
 mod shared;
 mod summary;
 mod vu;
@@ -136,9 +137,11 @@ pub fn load_source(source: &str, file: &str, env: &[(String, String)]) -> Result
                 })
                 .collect::<Result<_, _>>()?,
         ),
-        Some(other) => return Err(K6Error::Options(format!(
+        Some(other) => {
+            return Err(K6Error::Options(format!(
             "{file}: `summaryTrendStats` must be a list like [\"avg\", \"p(95)\"], not `{other}`"
-        ))),
+        )))
+        }
     };
     let plan = options::plan(&name, file, target, &exported.options, exported.metrics)?;
     Ok(K6Test {
