@@ -155,9 +155,9 @@ pub fn summarise(
         }
         Some(Err(problem)) => {
             eprintln!("error: handleSummary() failed: {problem}");
-            crate::print_out(&barrage_report::render_run(summary))
+            crate::print_out(&barrage_report::render_k6_run(summary))
         }
         None if args.no_summary => Ok(()),
-        None => crate::print_out(&barrage_report::render_run(summary)),
+        None => crate::print_out(&barrage_report::render_k6_run(summary)),
     }
 }

@@ -229,6 +229,8 @@ fn run_worker(
         .enable_all()
         .build();
     let mut worker = Worker::new(init);
+    // Scripted VUs are made before the clock starts, as k6 initialises its VUs.
+    worker.prepare_vus(assignment.initial_vus());
     // Passes the gate even when the runtime failed, so the core never waits forever.
     gate.barrier.wait();
     gate.barrier.wait();

@@ -9,12 +9,14 @@
 //! modules in `js/`); `host.rs` holds the natives.
 
 mod context;
+mod crypto;
 mod detect;
 mod encoding;
 mod host;
 mod init;
 mod options;
 pub mod probe;
+mod request_tags;
 mod shared;
 mod summary;
 mod vu;
@@ -103,6 +105,7 @@ pub fn load_source(source: &str, file: &str, env: &[(String, String)]) -> Result
         file: file.to_string(),
         env: all_env,
         scenario: ("default".to_string(), String::new()),
+        request_tags: Default::default(),
         run: Arc::new(shared::RunShared::new(file)),
         typed_arrays: detect::uses_typed_arrays(source),
         bytecode: context::compile(source, file)?,
@@ -144,6 +147,8 @@ pub fn load_source(source: &str, file: &str, env: &[(String, String)]) -> Result
         }
     };
     let plan = options::plan(&name, file, target, &exported.options, exported.metrics)?;
+    script.run.set_max_redirects(plan.options.max_redirects);
+    script.request_tags = options::request_tags(&plan);
     Ok(K6Test {
         summary_trend_stats,
         plan,

@@ -27,6 +27,8 @@ pub(crate) struct RunShared {
     setup_data: OnceLock<String>,
     /// Why `setup()` or `teardown()` threw (k6 exits 107).
     stage_error: Mutex<Option<String>>,
+    /// `options.maxRedirects` (set once the init context at start has read it).
+    max_redirects: OnceLock<u32>,
 }
 
 impl RunShared {
@@ -99,6 +101,19 @@ impl RunShared {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_some()
+    }
+
+    /// Sets `options.maxRedirects` for every context's requests.
+    pub fn set_max_redirects(&self, max: u32) {
+        let _ = self.max_redirects.set(max);
+    }
+
+    /// The redirects a request follows unless its `redirects` param says otherwise.
+    pub fn max_redirects(&self) -> u32 {
+        self.max_redirects
+            .get()
+            .copied()
+            .unwrap_or(crate::options::DEFAULT_MAX_REDIRECTS)
     }
 
     /// Keeps `setup()`'s return value (JSON text).

@@ -175,17 +175,25 @@ impl VuFactory for K6Factory {
             Coroutine::with_stack(stack, move |yielder: &Yielder<CoIn, CoOut>, _first| {
                 vu_body(yielder, &shared, (id, role), recorded)
             });
-        match coroutine.resume(CoIn::Exit) {
+        let made = match coroutine.resume(CoIn::Exit) {
             CoroutineResult::Yield(CoOut::Ready) => Ok(Box::new(K6Vu {
                 coroutine: Some(coroutine),
                 mid_iteration: false,
                 events,
-            })),
+            }) as Box<dyn ScriptedVu>),
             CoroutineResult::Yield(CoOut::Step(_)) => Err(format!("VU {id}: did not start")),
             CoroutineResult::Return(result) => {
                 Err(result.err().unwrap_or_else(|| format!("VU {id}: ended")))
             }
+        };
+        // As in k6, a VU whose init context fails ends the test (exit 107).
+        if let Err(problem) = &made {
+            self.shared
+                .script
+                .run
+                .fail_stage(format!("a VU could not be initialised: {problem}"));
         }
+        made
     }
 }
 
@@ -213,6 +221,11 @@ impl Host for VuHost {
         match yielder.suspend(CoOut::Step(step)) {
             CoIn::Engine(VuInput::Response(response)) => Some(response),
             CoIn::Engine(VuInput::Slept) => Some(ScriptResponse::default()),
+            // A jar's cookies travel as `(name, value)` headers.
+            CoIn::Engine(VuInput::Cookies(cookies)) => Some(ScriptResponse {
+                headers: cookies,
+                ..ScriptResponse::default()
+            }),
             CoIn::Engine(VuInput::Start { .. }) | CoIn::Cancel | CoIn::Exit => None,
         }
     }
@@ -280,6 +293,16 @@ fn vu_body(
             .map_err(|e| thrown(&ctx, file, e).to_string())?;
         // `setup()`'s data, parsed once per VU (as k6 does).
         let mut data: Option<Value> = None;
+        if role != Role::Default {
+            // k6 runs the stages in groups of their names (their checks are `::setup::...`).
+            let natives: rquickjs::Object = ctx
+                .globals()
+                .get("__k6")
+                .map_err(|e| thrown(&ctx, file, e).to_string())?;
+            natives
+                .set("groupPath", format!("{}::", role.function()))
+                .map_err(|e| thrown(&ctx, file, e).to_string())?;
+        }
         deadline.set(None);
         host.in_init.set(false);
         // What the init context left behind (cycles refcounting cannot free) goes now, not

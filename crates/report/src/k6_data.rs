@@ -24,17 +24,19 @@ pub enum K6DataShape {
 /// The run as k6 hands it to `handleSummary` or writes it with `--summary-export`.
 pub fn k6_summary_data(summary: &Summary, shape: K6DataShape) -> Value {
     let mut metrics = Map::new();
-    let thresholded = |key: &str| summary.k6.thresholds.iter().any(|t| t.metric == key);
-    let tagged = summary.k6.tag_metrics.iter().filter(|m| {
-        let key = format!("{}{{tag:{}}}", m.name, m.tag.as_deref().unwrap_or(""));
-        thresholded(&key)
-    });
-    for metric in summary.k6.metrics.iter().chain(tagged) {
-        let key = match &metric.tag {
-            Some(tag) => format!("{}{{tag:{tag}}}", metric.name),
-            None => metric.name.clone(),
-        };
+    for metric in &summary.k6.metrics {
+        let key = metric.name.clone();
         metrics.insert(key.clone(), metric_value(summary, metric, &key, shape));
+    }
+    // Submetrics, as k6 lists them: those a threshold filters to, under the key as written.
+    for threshold in &summary.k6.thresholds {
+        let key = &threshold.metric;
+        if metrics.contains_key(key) {
+            continue;
+        }
+        if let Some(metric) = summary.k6.metric_of_key(key).filter(|m| m.tag.is_some()) {
+            metrics.insert(key.clone(), metric_value(summary, metric, key, shape));
+        }
     }
     let root_group = group_value(&summary.checks, shape);
     match shape {
