@@ -59,6 +59,7 @@ pub fn vu_memory(
         file: file.to_string(),
         env: Vec::new(),
         scenario: ("default".into(), String::new()),
+        request_tags: Default::default(),
         run: Arc::new(crate::shared::RunShared::new(file)),
         typed_arrays: crate::detect::uses_typed_arrays(source),
         bytecode: compile(source, file)?,
