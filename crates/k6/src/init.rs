@@ -1,5 +1,5 @@
 //! The init context evaluated once at start (as k6 does before any VU): the script's
-//! `options`, its custom metric declarations, and whether it exports a default function.
+//! `options`, its custom metric declarations, and the functions it exports.
 
 use crate::context::{evaluate, thrown, Script};
 use crate::host::InitHost;
@@ -50,15 +50,6 @@ pub(crate) fn evaluate_init(script: &Script) -> Result<Exported, K6Error> {
                 e
             }
         })?;
-        let default: Value = exports
-            .get("default")
-            .map_err(|e| thrown(&ctx, &script.file, e))?;
-        if !default.is_function() {
-            return Err(K6Error::Init(format!(
-                "{}: the script exports no default function (`export default function () {{ ... }}`)",
-                script.file
-            )));
-        }
         for entry in exports.props::<String, Value>() {
             let (name, value) = entry.map_err(|e| thrown(&ctx, &script.file, e))?;
             if value.is_function() {

@@ -148,11 +148,17 @@ pub fn load_source(source: &str, file: &str, env: &[(String, String)]) -> Result
     };
     let plan = options::plan(&name, file, target, &exported.options, exported.metrics)?;
     script.run.set_max_redirects(plan.options.max_redirects);
+    let (exec, scenario_env) =
+        options::scenario_exec_and_env(file, &exported.options, &exported.functions)?;
+    for (key, value) in scenario_env {
+        script.env.retain(|(k, _)| *k != key);
+        script.env.push((key, value));
+    }
     script.request_tags = options::request_tags(&plan);
     Ok(K6Test {
         summary_trend_stats,
         plan,
-        factory: K6Factory::new(script, metrics, exported.functions),
+        factory: K6Factory::new(script, metrics, exported.functions, exec),
     })
 }
 

@@ -72,6 +72,71 @@ pub(crate) fn plan(
     Ok(plan)
 }
 
+/// A script with nothing to iterate: an init error, as in k6.
+fn no_default(file: &str) -> K6Error {
+    K6Error::Init(format!(
+        "{file}: the script exports no default function (`export default function () {{ ... }}`)"
+    ))
+}
+
+/// The function the (single) scenario's VUs run (`exec`, default `default`) and its `env`
+/// (over `__ENV`), checked against what the script exports.
+pub(crate) fn scenario_exec_and_env(
+    file: &str,
+    options: &Value,
+    exported: &[String],
+) -> Result<(String, Vec<(String, String)>), K6Error> {
+    let has_default = exported.iter().any(|f| f == "default");
+    let Some((name, scenario)) = options["scenarios"]
+        .as_object()
+        .and_then(|m| m.iter().next())
+    else {
+        if !has_default {
+            return Err(no_default(file));
+        }
+        return Ok(("default".to_string(), Vec::new()));
+    };
+    let exec = match &scenario["exec"] {
+        Value::Null => "default".to_string(),
+        Value::String(function) => function.clone(),
+        other => {
+            return Err(bad(
+                file,
+                format_args!("scenario `{name}`: `exec` must name a function, not {other}"),
+            ))
+        }
+    };
+    if exec == "default" && !has_default {
+        return Err(no_default(file));
+    }
+    if !exported.iter().any(|f| *f == exec) {
+        return Err(bad(
+            file,
+            format_args!("scenario `{name}`: the script exports no function `{exec}` (`exec`)"),
+        ));
+    }
+    let env = match &scenario["env"] {
+        Value::Null => Vec::new(),
+        Value::Object(vars) => vars
+            .iter()
+            .map(|(key, value)| {
+                let text = match value {
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                (key.clone(), text)
+            })
+            .collect(),
+        other => {
+            return Err(bad(
+                file,
+                format_args!("scenario `{name}`: `env` must be an object, not {other}"),
+            ))
+        }
+    };
+    Ok((exec, env))
+}
+
 /// The request tag the plan's thresholds filter on and its values (see `request_tags.rs`).
 pub(crate) fn request_tags(plan: &Plan) -> RequestTags {
     let values: Vec<String> = plan.tags.iter().skip(1).cloned().collect();
@@ -234,7 +299,8 @@ fn scenario_workload(file: &str, name: &str, s: &Value) -> Result<Workload, K6Er
             format_args!("scenario `{name}` must be an object"),
         ));
     };
-    for unsupported in ["exec", "startTime", "env", "tags"] {
+    // `exec` and `env` are read by `scenario_exec_and_env`.
+    for unsupported in ["startTime", "tags"] {
         if map.contains_key(unsupported) {
             return Err(bad(
                 file,

@@ -63,6 +63,8 @@ struct Shared {
     exceptions: AtomicU64,
     /// The functions the script exports.
     functions: Vec<String>,
+    /// The function iterations call (the scenario's `exec`, `default` unless named).
+    exec: String,
 }
 
 /// What a VU's iterations call: the default function (with `setup()`'s data), or one of
@@ -96,6 +98,7 @@ impl K6Factory {
         script: Script,
         metrics: Vec<(String, MetricKind)>,
         functions: Vec<String>,
+        exec: String,
     ) -> Self {
         Self {
             shared: Arc::new(Shared {
@@ -104,6 +107,7 @@ impl K6Factory {
                 next_vu: AtomicU64::new(1),
                 exceptions: AtomicU64::new(0),
                 functions,
+                exec,
             }),
             role: Role::Default,
         }
@@ -288,8 +292,12 @@ fn vu_body(
     context.with(|ctx| {
         let exports = evaluate(&ctx, &shared.script, Rc::clone(&host), id)
             .map_err(|e| format!("VU {id}: {e}"))?;
+        let called = match role {
+            Role::Default => shared.exec.as_str(),
+            Role::Setup | Role::Teardown => role.function(),
+        };
         let default: Function = exports
-            .get(role.function())
+            .get(called)
             .map_err(|e| thrown(&ctx, file, e).to_string())?;
         // `setup()`'s data, parsed once per VU (as k6 does).
         let mut data: Option<Value> = None;

@@ -590,3 +590,30 @@ fn a_vu_whose_init_fails_stops_the_test_before_load_with_107() {
         assert_eq!(u(&s, "requests"), 0, "no load after a failed VU init");
     }
 }
+
+#[test]
+fn a_scenario_runs_its_exec_function_with_its_env() {
+    let target = Target::start();
+    let script = k6_script(
+        "exec.js",
+        &target,
+        "import http from 'k6/http';\nimport { check } from 'k6';\nimport exec from 'k6/execution';\nexport const options = { scenarios: { browse: { executor: 'per-vu-iterations', vus: 2, iterations: 2, exec: 'browse', env: { PAGE: 'home', SHARED: 'scenario' } } } };\nexport function browse() {\n  const r = http.get('BASE/get?page=' + __ENV.PAGE);\n  check(r, { 'scenario env': (x) => x.json().args.page === 'home' && __ENV.SHARED === 'scenario' && __ENV.OTHER === 'cli', 'scenario name': () => exec.scenario.name === 'browse' });\n}\n",
+    );
+    let (out, summary) = run_k6(&script, &["-e", "SHARED=cli", "-e", "OTHER=cli"]);
+    let s = summary.unwrap_or_else(|| panic!("no summary: {}\n{}", out.stdout, out.stderr));
+    assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(check_counts(&s, "scenario env"), (4, 0), "{}", out.stderr);
+    assert_eq!(check_counts(&s, "scenario name"), (4, 0));
+    let missing = k6_script(
+        "exec-missing.js",
+        &target,
+        "import http from 'k6/http';\nexport const options = { scenarios: { a: { executor: 'shared-iterations', exec: 'nope' } } };\nexport default function () {}\n",
+    );
+    let (out, _) = run_k6(&missing, &[]);
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("exports no function `nope`"),
+        "{}",
+        out.stderr
+    );
+}
