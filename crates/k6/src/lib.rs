@@ -15,6 +15,7 @@ mod encoding;
 mod host;
 mod init;
 mod options;
+pub mod probe;
 mod request_tags;
 mod shared;
 mod summary;
