@@ -291,7 +291,13 @@ impl Client {
                 if phases.connect.is_some() {
                     (chain.connect, chain.tls) = (phases.connect, phases.tls);
                 }
-                let here = (request.cookie_header.is_some() || request.location_header.is_some())
+                // The hop's URL (parsed, allocated) only when a jar stores cookies by it or a
+                // redirect resolves against it: not for every response of a test that could
+                // redirect (quick follows redirects, as hey does).
+                let follows =
+                    request.location_header.is_some() && redirect::is_redirect(exchange.status);
+                let stores_cookies = request.cookie_header.is_some() && self.jar.is_some();
+                let here = (follows || stores_cookies)
                     .then(|| hop_url(worker, elsewhere, bytes))
                     .flatten();
                 if let (Some(index), Some(jar), Some(captured), Some(url)) = (

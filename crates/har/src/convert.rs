@@ -74,15 +74,12 @@ pub fn convert(recording: &Recording, options: &ConvertOptions) -> Converted {
     Converted { script: out, files }
 }
 
-/// Written when the recording has static assets: `exclude_tags` leaves requests out by tag,
-/// matched as `--exclude-tags` matches ([`crate::recording::tag_matches`]).
-const EXCLUDE_TAGS: &str =
-    "\n// Requests whose tag is listed here, or begins with the listed words, are left out:
-// [\"static\"] skips every static asset, [\"static image\"] images only.
-const exclude_tags = [];
-function excluded(tag) {
-  return exclude_tags.some(function (t) { return tag === t || tag.indexOf(t + \" \") === 0; });
-}
+/// Written when the recording has static assets: the test option `exclude_tags` leaves
+/// requests out by tag, matched as `--exclude-tags` matches ([`barrage_plan::tag_matches`]).
+const EXCLUDE_TAGS: &str = "
+// Requests whose tag is listed in exclude_tags, or begins with the listed words, are left
+// out: [\"static\"] skips every static asset, [\"static image\"] images only.
+definition.setTestOptions({ exclude_tags: [] });
 ";
 
 fn plural(n: usize) -> &'static str {
@@ -110,14 +107,9 @@ fn write_session(
             let _ = writeln!(out, "  session.wait({});", seconds(request.think));
         }
         let subs = &correlation.substitutions[i];
-        if request.static_kind.is_some() {
-            let _ = write!(out, "  if (!excluded({})) ", js_string(&request.tag));
-        } else {
-            out.push_str("  ");
-        }
         let _ = writeln!(
             out,
-            "session.{}({}, {{",
+            "  session.{}({}, {{",
             request.method.as_str().to_ascii_lowercase(),
             path_literal(&request.path, subs)
         );

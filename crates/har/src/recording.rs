@@ -282,7 +282,7 @@ impl Recording {
         })
     }
 
-    /// Leaves out the requests whose tag matches one of `patterns` (see [`tag_matches`]);
+    /// Leaves out the requests whose tag matches one of `patterns` (see [`barrage_plan::tag_matches`]);
     /// think times are the gaps to the requests kept. Returns how many were left out.
     pub fn exclude_tags(&mut self, patterns: &[String]) -> Result<usize, String> {
         if patterns.is_empty() {
@@ -293,7 +293,7 @@ impl Recording {
             let before = flow.requests.len();
             let mut kept: Vec<RecordedRequest> = Vec::with_capacity(before);
             for mut request in flow.requests.drain(..) {
-                if patterns.iter().any(|p| tag_matches(&request.tag, p)) {
+                if barrage_plan::excluded_by(&request.tag, patterns) {
                     continue;
                 }
                 request.think = think_time(kept.last(), request.offset);
@@ -340,18 +340,6 @@ fn think_time(previous: Option<&RecordedRequest>, offset: Duration) -> Duration 
             Duration::from_millis(gap.as_millis() as u64)
         }
     })
-}
-
-/// Whether `tag` is matched by an `--exclude-tags` pattern: the same tag, or its first words
-/// (`static` matches `static css` and `static image`; `GET /api` does not match
-/// `GET /api/items`).
-pub fn tag_matches(tag: &str, pattern: &str) -> bool {
-    let pattern = pattern.trim();
-    !pattern.is_empty()
-        && (tag == pattern
-            || tag
-                .strip_prefix(pattern)
-                .is_some_and(|rest| rest.starts_with(' ')))
 }
 
 fn since(start: time::OffsetDateTime, entry: &Entry) -> Duration {

@@ -46,6 +46,12 @@ pub(crate) struct SessionBuilder<'a> {
     pub origins: Vec<(Target, Location)>,
     /// One-line warnings (`FILE:LINE:COL: warning: ...`).
     pub warnings: Vec<String>,
+    /// The test's `exclude_tags`: requests tagged so are left out of the session.
+    pub exclude: Vec<String>,
+    /// The tag of each request left out, in order.
+    pub excluded: Vec<String>,
+    /// Variables only requests left out would have extracted.
+    pub excluded_vars: HashSet<String>,
 }
 
 impl<'a> SessionBuilder<'a> {
@@ -58,14 +64,24 @@ impl<'a> SessionBuilder<'a> {
             base_dir,
             origins: Vec::new(),
             warnings: Vec::new(),
+            exclude: Vec::new(),
+            excluded: Vec::new(),
+            excluded_vars: HashSet::new(),
         }
     }
 
+    /// The steps of `calls`, without the requests `exclude_tags` leaves out.
     pub(crate) fn steps(&mut self, calls: &[Call]) -> Result<Vec<Step>, ScriptError> {
-        calls.iter().map(|call| self.step(call)).collect()
+        let mut steps = Vec::with_capacity(calls.len());
+        for call in calls {
+            if let Some(step) = self.step(call)? {
+                steps.push(step);
+            }
+        }
+        Ok(steps)
     }
 
-    fn step(&mut self, call: &Call) -> Result<Step, ScriptError> {
+    fn step(&mut self, call: &Call) -> Result<Option<Step>, ScriptError> {
         let what = match call.verb.as_str() {
             "pickFrom" | "generate" => format!("`session.ds.{}`", call.verb),
             verb => format!("`session.{verb}`"),
@@ -79,7 +95,10 @@ impl<'a> SessionBuilder<'a> {
         let step = match call.verb.as_str() {
             verb @ ("get" | "post" | "put" | "patch" | "delete" | "head" | "options") => {
                 let method = Method::parse(verb).expect("the prelude records HTTP verbs only");
-                Step::Request(self.request(method, call, &a)?)
+                match self.request(method, call, &a)? {
+                    Some(request) => Step::Request(request),
+                    None => return Ok(None),
+                }
             }
             verb @ ("assert" | "check") => {
                 a.arity(args, 4, 4)?;
@@ -101,7 +120,7 @@ impl<'a> SessionBuilder<'a> {
                     | Value::Column { .. }
                     | Value::Concat { .. }) = value::value(arg(0), &a, "seconds")?
                     {
-                        return Ok(Step::Wait(Wait::PerClient { seconds }));
+                        return Ok(Some(Step::Wait(Wait::PerClient { seconds })));
                     }
                 }
                 let seconds = a.seconds(arg(0), "seconds")?;
@@ -156,7 +175,7 @@ impl<'a> SessionBuilder<'a> {
         for var in crate::request::step_vars(&step) {
             self.uses.push((var, call.loc.clone()));
         }
-        Ok(step)
+        Ok(Some(step))
     }
 
     fn bind(&mut self, call: &Call, binding: Binding) -> Step {

@@ -87,8 +87,8 @@ fn excluded_tags_leave_static_assets_out_and_think_times_follow() {
     assert_eq!(home[1].think, Duration::from_millis(gap.as_millis() as u64));
     assert!(home[1].think > Duration::from_millis(221));
     // A tag's first words match, not a prefix of a word; nothing left is an error.
-    assert!(barrage_har::recording::tag_matches("static css", "static"));
-    assert!(!barrage_har::recording::tag_matches("GET /json", "GET /js"));
+    assert!(barrage_plan::tag_matches("static css", "static"));
+    assert!(!barrage_plan::tag_matches("GET /json", "GET /js"));
     let error = recording.exclude_tags(&["GET".to_string()]).unwrap_err();
     assert!(error.contains("nothing is left to send"), "{error}");
 }
