@@ -82,5 +82,7 @@ print(f"raw ratio under valgrind (upper bound, ~50x the native flushes per reque
 print(f"instructions per flush (added / batches): {per_flush:,.0f}")
 print(f"native rate of the same command: {rate} req/s -> one flush per {rate} requests")
 print(f"cost at the native rate: {per_flush:,.0f} / ({rate} x {per_request:,.0f}) = {100 * native:.3f} % more instructions per request")
+for low in (1000, 3000):
+    print(f"cost at {low:,} req/s: {per_flush:,.0f} / ({low} x {per_request:,.0f}) = {100 * per_flush / (low * per_request):.3f} % more instructions per request")
 print(f"per-run instructions: plain [{' '.join(map(str, plain))}] prometheus-rw [{' '.join(map(str, rw))}] batches [{' '.join(map(str, flushes))}]")
 EOF
