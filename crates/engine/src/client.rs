@@ -347,6 +347,9 @@ mod size {
         let client = std::mem::size_of::<Client>();
         let iteration = future_size(Client::run_iteration);
         assert!(client <= 336, "Client is {client} bytes");
-        assert!(iteration <= 768, "the iteration's future is {iteration} bytes");
+        assert!(
+            iteration <= 768,
+            "the iteration's future is {iteration} bytes"
+        );
     }
 }

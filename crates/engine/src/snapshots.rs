@@ -98,7 +98,12 @@ impl Snapshots {
         }
         let mut merged: Option<RunMetrics> = None;
         let mut as_of = Duration::MAX;
-        for published in state.fresh.iter_mut().take(workers).filter_map(Option::take) {
+        for published in state
+            .fresh
+            .iter_mut()
+            .take(workers)
+            .filter_map(Option::take)
+        {
             as_of = as_of.min(published.at);
             match &mut merged {
                 None => merged = Some(published.metrics),
@@ -158,7 +163,10 @@ mod tests {
         snapshots.publish(1, one.clone(), Duration::from_secs(1));
         let first = snapshots.merged().unwrap();
         assert_eq!(first.metrics.sessions.started, 2);
-        assert!(snapshots.wants(0) && snapshots.wants(1), "both copies were merged");
+        assert!(
+            snapshots.wants(0) && snapshots.wants(1),
+            "both copies were merged"
+        );
         // Until every worker published again, the last merge is shared, not redone.
         one.sessions.started = 5;
         snapshots.publish(0, one.clone(), Duration::from_secs(2));

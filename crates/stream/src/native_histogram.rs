@@ -134,12 +134,16 @@ mod tests {
         let mut latency = LatencyHistogram::new();
         let mut x: u64 = 12345;
         for _ in 0..20_000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             latency.record_micros((x >> 33) % 2_000_000 + 1);
         }
         let mut expected = std::collections::BTreeMap::<i32, u64>::new();
         for (micros, n) in latency.recorded().filter(|(m, _)| *m > 0) {
-            *expected.entry(bucket_index(micros as f64 / 1e6)).or_default() += n;
+            *expected
+                .entry(bucket_index(micros as f64 / 1e6))
+                .or_default() += n;
         }
         let native = NativeHistogram::from_latency(&latency);
         let got: Vec<u64> = native.buckets().iter().map(|b| b.1).collect();

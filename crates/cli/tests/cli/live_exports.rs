@@ -624,10 +624,7 @@ definition.session(\"s\", function (session) {{
     let results = scratch_dir().join("results");
     let history = scratch_dir().join("history.db");
     if !tty {
-        let out = barrage(
-            &["run", script.to_str().unwrap()],
-            Duration::from_secs(60),
-        );
+        let out = barrage(&["run", script.to_str().unwrap()], Duration::from_secs(60));
         out.expect_success();
         return format!("{}{}", out.stdout, out.stderr);
     }
@@ -665,12 +662,16 @@ fn the_progress_line_shows_latency_errors_phase_and_thresholds_only_on_a_termina
     assert!(live.contains("err 0.00%"), "{live}");
     assert!(live.contains("thresholds ✓ 2"), "{live}");
     assert!(
-        frames.iter().any(|f| f.contains("phase 1/2")) && frames.iter().any(|f| f.contains("phase 2/2")),
+        frames.iter().any(|f| f.contains("phase 1/2"))
+            && frames.iter().any(|f| f.contains("phase 2/2")),
         "{frames:?}"
     );
     // Not a terminal: no progress line at all.
     // Not a terminal: no progress line at all.
     let plain = progress_run(&target, false);
-    assert!(!plain.contains("requests ") || !plain.contains("clients "), "{plain}");
+    assert!(
+        !plain.contains("requests ") || !plain.contains("clients "),
+        "{plain}"
+    );
     assert!(!plain.contains("thresholds ✓ 2"), "{plain}");
 }
