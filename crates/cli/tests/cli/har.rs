@@ -675,6 +675,18 @@ fn start_recorder(target: &Target, har: &std::path::Path, extra: &[&str]) -> (Ch
 
 /// `barrage record` on a free port in front of `upstream`; its proxy address.
 fn start_recorder_to(upstream: &str, har: &std::path::Path, extra: &[&str]) -> (Child, String) {
+    let (child, addr, _) = start_recorder_reading(upstream, har, extra, 1);
+    (child, addr)
+}
+
+/// `barrage record` in front of `upstream`, its first `lines` lines of output read; the
+/// proxy's address and those lines.
+fn start_recorder_reading(
+    upstream: &str,
+    har: &std::path::Path,
+    extra: &[&str],
+    lines: usize,
+) -> (Child, String, Vec<String>) {
     let mut child = Command::new(BIN)
         .args(["record", "--listen", "127.0.0.1:0", "--upstream", upstream])
         .arg("-o")
@@ -685,16 +697,21 @@ fn start_recorder_to(upstream: &str, har: &std::path::Path, extra: &[&str]) -> (
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn barrage record");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let read: Vec<String> = (0..lines)
+        .map(|_| {
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            line
+        })
+        .collect();
+    let line = &read[0];
     let addr = line.split_whitespace().last().unwrap_or("").to_string();
     assert!(
         line.starts_with("barrage record listening on 127.0.0.1:"),
         "{line:?}"
     );
-    (child, addr)
+    (child, addr, read)
 }
 
 /// Sends `signal` to the recorder and waits (bounded) for its exit; its stderr.
@@ -812,10 +829,16 @@ fn the_recorder_keeps_only_the_first_bytes_of_large_bodies_and_stops_on_sigterm(
     assert_eq!(content["_truncated"], true, "{content:#}");
     assert_eq!(content["size"], 5000);
     assert_eq!(content["text"].as_str().unwrap().len(), 100, "{content:#}");
-    // A cut gzip body cannot be decoded: its size, no text.
-    let content = &recorded["log"]["entries"][1]["response"]["content"];
+    // A cut gzip body cannot be decoded: no text, but its decoded size was counted as it
+    // passed, beside the smaller size on the wire.
+    let response = &recorded["log"]["entries"][1]["response"];
+    let content = &response["content"];
     assert_eq!(content["_truncated"], true, "{content:#}");
     assert!(content.get("text").is_none(), "{content:#}");
+    assert_eq!(content["size"], 5000, "{content:#}");
+    let wire = response["bodySize"].as_i64().unwrap();
+    assert!(wire > 100 && wire < 5000, "{response:#}");
+    assert_eq!(content["compression"].as_i64(), Some(5000 - wire));
     // Both read back, convert and replay.
     let host = target.addr.to_string();
     let s = replay(&target, har.to_str().unwrap(), &host, &[]);
@@ -887,6 +910,182 @@ fn the_recorder_forwards_to_an_https_upstream_with_its_own_client() {
 }
 
 #[test]
+fn https_clients_record_through_a_tls_listener_to_an_h2_upstream() {
+    let _heavy = heavy_lock();
+    // The upstream offers h2 and http/1.1 by ALPN.
+    let target = Target::start_with(&["--threads", "1", "--tls"]);
+    let target_cert = target.cert_path.clone().expect("the target's certificate");
+    let upstream = format!("https://{}", target.addr);
+    for (upstream_flags, recorded_version) in
+        [(&[][..], "HTTP/2"), (&["--upstream-http1"][..], "HTTP/1.1")]
+    {
+        let har = scratch_file("recorded-tls-listener.har", b"");
+        let mut flags = vec!["--tls", "--upstream-cacert", target_cert.as_str()];
+        flags.extend(upstream_flags);
+        let (recorder, proxy, lines) = start_recorder_reading(&upstream, &har, &flags, 2);
+        // The second line names the listener's certificate: clients trust it by file.
+        let words: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(
+            words[..3],
+            ["barrage", "record", "certificate"],
+            "{lines:?}"
+        );
+        assert!(words[4].starts_with("sha256:"), "{lines:?}");
+        let proxy_cert = words[3].to_string();
+        let url = format!("https://{proxy}/json");
+        // An HTTP/2 client and an HTTP/1.1 one, both over TLS to the proxy.
+        let h2 = quick_json(
+            &["-n", "2", "-c", "1", "--h2", "--cacert", &proxy_cert, &url],
+            LIMIT,
+        );
+        let h1 = quick_json(
+            &[
+                "-n",
+                "1",
+                "-c",
+                "1",
+                "--http1.1",
+                "--cacert",
+                &proxy_cert,
+                &url,
+            ],
+            LIMIT,
+        );
+        assert_eq!(u(&h2["status_codes"], "200"), 2, "{h2:#}");
+        assert_eq!(
+            (u(&h2, "connections_tls"), u(&h2, "connections_h2")),
+            (1, 1)
+        );
+        assert_eq!(u(&h1["status_codes"], "200"), 1, "{h1:#}");
+        assert_eq!(
+            (u(&h1, "connections_tls"), u(&h1, "connections_h2")),
+            (1, 0)
+        );
+        // Without the proxy's certificate the handshake fails: it is a TLS listener.
+        let untrusted = quick_json_unanswered(&["-n", "1", "-c", "1", &url], LIMIT);
+        assert_eq!(error_kind(&untrusted, "tls_unknown_ca"), 1, "{untrusted:#}");
+        let stderr = stop_recorder(recorder, "INT");
+        assert!(stderr.contains("3 exchanges written"), "{stderr}");
+        assert!(
+            !std::path::Path::new(&proxy_cert).exists(),
+            "the generated certificate is removed at the stop"
+        );
+        let recorded = summary(&har);
+        for entry in recorded["log"]["entries"].as_array().unwrap() {
+            assert_eq!(
+                entry["request"]["httpVersion"], recorded_version,
+                "{entry:#}"
+            );
+            assert_eq!(entry["response"]["httpVersion"], recorded_version);
+            assert_eq!(
+                entry["request"]["url"],
+                format!("https://{}/json", target.addr)
+            );
+            assert_eq!(entry["response"]["status"], 200);
+            let body = entry["response"]["content"]["text"].as_str().unwrap();
+            assert!(serde_json::from_str::<Value>(body).is_ok(), "{body}");
+            // HTTP/2's headers are HPACK-compressed in frames: no size; HTTP/1.1's are.
+            let headers_size = entry["response"]["headersSize"].as_i64().unwrap();
+            if recorded_version == "HTTP/2" {
+                assert_eq!(headers_size, -1);
+            } else {
+                assert!(headers_size > "HTTP/1.1 200 OK\r\n\r\n".len() as i64);
+            }
+        }
+        // The recording replays against the upstream over TLS.
+        let json = scratch_file("replay-tls-summary.json", b"");
+        barrage(
+            &[
+                "replay",
+                har.to_str().unwrap(),
+                "--map-host",
+                &format!("{}=https://{}", target.addr, target.addr),
+                "--cacert",
+                &target_cert,
+                "--json",
+                json.to_str().unwrap(),
+                "--no-results",
+            ],
+            LIMIT,
+        )
+        .expect_success();
+        let s = summary(&json);
+        assert_eq!(u(&s["status_codes"], "200"), 3, "{s:#}");
+    }
+}
+
+#[test]
+fn compressed_responses_are_recorded_with_wire_and_decoded_sizes() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = scratch_file("recorded-gzip.har", b"");
+    let (recorder, proxy) = start_recorder(&target, &har, &[]);
+    let url = format!("http://{proxy}/bytes/5000");
+    let plain = quick_json(
+        &["-n", "1", "-c", "1", "--disable-compression", &url],
+        LIMIT,
+    );
+    let gzipped = quick_json(&["-n", "1", "-c", "1", &url], LIMIT);
+    for s in [&plain, &gzipped] {
+        assert_eq!(u(s, "decoded_data_bytes"), 5000, "{s:#}");
+    }
+    let stderr = stop_recorder(recorder, "INT");
+    assert!(stderr.contains("2 exchanges written"), "{stderr}");
+    let recorded = summary(&har);
+    let entries = recorded["log"]["entries"].as_array().unwrap();
+    let header = |entry: &Value, name: &str| {
+        entry["response"]["headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["name"].as_str().unwrap().eq_ignore_ascii_case(name))
+            .map(|h| h["value"].as_str().unwrap().to_string())
+    };
+    // Plain: what came over the wire is the content; nothing saved.
+    let response = &entries[0]["response"];
+    assert_eq!(header(&entries[0], "content-encoding"), None);
+    assert_eq!(
+        (
+            response["bodySize"].as_u64(),
+            response["content"]["size"].as_u64()
+        ),
+        (Some(5000), Some(5000))
+    );
+    assert!(
+        response["content"].get("compression").is_none(),
+        "{response:#}"
+    );
+    // Gzip: the body on the wire (its Content-Length), the decoded content, the bytes saved.
+    let response = &entries[1]["response"];
+    assert_eq!(
+        header(&entries[1], "content-encoding").as_deref(),
+        Some("gzip")
+    );
+    let wire: u64 = header(&entries[1], "content-length")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(wire < 5000, "{response:#}");
+    assert_eq!(response["bodySize"].as_u64(), Some(wire), "{response:#}");
+    assert_eq!(response["content"]["size"], 5000);
+    assert_eq!(
+        response["content"]["compression"].as_u64(),
+        Some(5000 - wire)
+    );
+    assert_eq!(response["content"]["text"].as_str().unwrap().len(), 5000);
+    // The head as HTTP/1.1 wrote it: the status line, each field, the blank line.
+    let head: usize = "HTTP/1.1 200 OK\r\n".len()
+        + response["headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["name"].as_str().unwrap().len() + h["value"].as_str().unwrap().len() + 4)
+            .sum::<usize>()
+        + 2;
+    assert_eq!(response["headersSize"].as_u64(), Some(head as u64));
+}
+
+#[test]
 fn the_recorder_refuses_bad_flags_with_one_line() {
     let har = scratch_file("never-written.har", b"");
     for (flag, value, says) in [
@@ -908,6 +1107,33 @@ fn the_recorder_refuses_bad_flags_with_one_line() {
         let at = args.iter().position(|a| *a == flag).unwrap();
         args[at + 1] = value;
         args.extend(["-o", har.to_str().unwrap()]);
+        let out = barrage(&args, LIMIT);
+        assert_eq!(out.code(), Some(2), "{}", out.stderr);
+        assert!(out.stderr.contains(says), "{}", out.stderr);
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    }
+    let missing = scratch_dir().join("no-such-cert.pem");
+    let missing = missing.to_str().unwrap();
+    for (extra, says) in [
+        (
+            vec!["--tls-cert", missing, "--tls-key", missing],
+            "--tls-cert/--tls-key: TLS setup failed: ",
+        ),
+        (
+            vec!["--upstream-http1"],
+            "--upstream-http1 is for https upstreams",
+        ),
+    ] {
+        let mut args = vec![
+            "record",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "http://127.0.0.1:1",
+            "-o",
+            har.to_str().unwrap(),
+        ];
+        args.extend(extra);
         let out = barrage(&args, LIMIT);
         assert_eq!(out.code(), Some(2), "{}", out.stderr);
         assert!(out.stderr.contains(says), "{}", out.stderr);
