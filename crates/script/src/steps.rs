@@ -88,6 +88,7 @@ impl<'a> SessionBuilder<'a> {
                     name,
                     condition: condition(&args[1..], &a)?,
                     fatal: verb == "assert",
+                    keep_failed_values: false,
                 })
             }
             "wait" => {
@@ -427,7 +428,8 @@ mod tests {
                     op: CompareOp::Lt,
                     expected: Value::Number { value: 400.0 }
                 },
-                fatal: false
+                fatal: false,
+                keep_failed_values: false,
             })
         );
     }

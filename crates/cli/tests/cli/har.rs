@@ -227,10 +227,13 @@ fn a_chromium_recording_made_by_playwright_replays_with_correlation_and_fails_wi
     );
     out.expect_success();
     let line = "GET /ping: 100 % status differs: 200 recorded, 401 replayed";
-    // Only the pings differ: the section has their line alone.
+    // The pings' status differs; and /anything echoes the request's headers, of which the
+    // replay leaves the connection's own out: the echo's shape differs too, and says where.
+    let echo = "GET /anything/app.css: 100 % JSON shape differs: key `headers.Connection` string recorded, missing (and 1 more)";
     assert!(
-        out.stdout
-            .contains(&format!("compared with the recording\n  {line}\n\n")),
+        out.stdout.contains(&format!(
+            "compared with the recording\n  {echo}\n  {line}\n\n"
+        )),
         "{}",
         out.stdout
     );
@@ -238,6 +241,125 @@ fn a_chromium_recording_made_by_playwright_replays_with_correlation_and_fails_wi
     assert!(
         html.contains(&format!("<li>{line}</li>")),
         "no difference line in the HTML report"
+    );
+}
+
+/// A recording whose responses the bundled target answers otherwise: a page recorded as
+/// HTML (the target answers JSON), and two `/json` calls recorded with other JSON shapes.
+fn differing_recording() -> PathBuf {
+    let entry = |second: u32, path: &str, mime: &str, text: &str| {
+        format!(
+            r#"{{"startedDateTime":"2026-11-20T09:00:0{second}.000Z","time":3,
+            "request":{{"method":"GET","url":"http://diff.recorded.test{path}","headers":[]}},
+            "response":{{"status":200,"headers":[{{"name":"Content-Type","value":"{mime}"}}],
+            "content":{{"mimeType":"{mime}","text":{}}}}}}}"#,
+            Value::from(text)
+        )
+    };
+    let slides = r#"[{"title":"t","type":"all"}]"#;
+    let entries = [
+        entry(
+            0,
+            "/anything/page",
+            "text/html; charset=utf-8",
+            "<html></html>",
+        ),
+        entry(
+            1,
+            "/json?v=1",
+            "application/json",
+            &format!(r#"{{"slideshow":{{"author":7,"date":"d","slides":{slides},"title":"s"}}}}"#),
+        ),
+        entry(
+            2,
+            "/json?v=2",
+            "application/json",
+            &format!(
+                r#"{{"slideshow":{{"author":"a","date":"d","id":1,"slides":{slides},"title":"s"}}}}"#
+            ),
+        ),
+    ];
+    let har = format!(
+        r#"{{"log":{{"version":"1.2","creator":{{"name":"test","version":"1"}},"entries":[{}]}}}}"#,
+        entries.join(",")
+    );
+    scratch_file("differing.har", har.as_bytes())
+}
+
+#[test]
+fn content_type_and_json_shape_differences_are_said_per_tag_in_text_and_html() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = differing_recording();
+    let html = scratch_file("differing.html", b"");
+    let json = scratch_file("differing.json", b"");
+    let map = format!("diff.recorded.test=http://{}", target.addr);
+    let out = barrage(
+        &[
+            "replay",
+            har.to_str().unwrap(),
+            "--map-host",
+            &map,
+            "--no-results",
+            "--html",
+            html.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    out.expect_success();
+    let s = summary(&json);
+    assert_eq!(u(&s["status_codes"], "200"), 3, "{s:#}");
+    assert_eq!(check(&s, "GET /json: status 200 as recorded"), (2, 0));
+    assert_eq!(
+        check(&s, "GET /json: content type application/json as recorded"),
+        (2, 0)
+    );
+    assert_eq!(check(&s, "GET /json: JSON shape as recorded"), (0, 2));
+    let lines = [
+        "GET /anything/page: 100 % content type differs: text/html recorded, application/json replayed",
+        "GET /json: 100 % JSON shape differs: key `slideshow.author` number recorded, string replayed (1); \
+         key `slideshow.id` number recorded, missing (1)",
+    ];
+    // Statuses are as recorded: the section has these two lines alone, in plan order.
+    assert!(
+        out.stdout.contains(&format!(
+            "compared with the recording\n  {}\n  {}\n\n",
+            lines[0], lines[1]
+        )),
+        "{}",
+        out.stdout
+    );
+    let html = std::fs::read_to_string(&html).unwrap();
+    for line in lines {
+        let escaped = line
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        assert!(
+            html.contains(&format!("<li>{escaped}</li>")),
+            "no line {line:?} in the HTML report"
+        );
+    }
+    // The values behind the lines are in the summary's checks, bounded.
+    let shape_check = s["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "GET /json: JSON shape as recorded")
+        .unwrap();
+    assert_eq!(shape_check["failed_values"].as_array().unwrap().len(), 2);
+    // Other checks keep no values.
+    let status_check = s["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "GET /json: status 200 as recorded")
+        .unwrap();
+    assert!(
+        status_check.get("failed_values").is_none(),
+        "{status_check:#}"
     );
 }
 
