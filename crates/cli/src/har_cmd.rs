@@ -243,6 +243,15 @@ fn stem(path: &Path) -> String {
 pub fn convert_command(args: &ConvertArgs) -> anyhow::Result<String> {
     let ConvertWhat::Har(args) = &args.what;
     let recording = read(&args.file, &args.hosts, false)?;
+    let others = recording.other_origins();
+    if !others.is_empty() {
+        return Err(usage(format!(
+            "{}: the recording goes to {} and {}; a DSL test case has one target: --map-host them to one origin or --skip-host the others (`barrage replay` keeps each origin)",
+            args.file.display(),
+            recording.target,
+            others.join(", ")
+        )));
+    }
     let converted = barrage_har::convert(
         &recording,
         &barrage_har::ConvertOptions {
@@ -288,7 +297,11 @@ pub fn replay_command(args: &ReplayArgs) -> anyhow::Result<i32> {
         ));
     }
     // `--target` names where everything goes: then recorded hosts need no mapping.
-    let recording = read(&args.file, &args.hosts, overrides.target.is_none())?;
+    let mut recording = read(&args.file, &args.hosts, overrides.target.is_none())?;
+    if overrides.target.is_some() && args.hosts.map_host.is_empty() {
+        // Nothing mapped: `--target` is where everything goes, never a recorded host.
+        recording.send_all_to_target();
+    }
     let mut plan = barrage_har::replay_plan(
         &recording,
         &barrage_har::ReplayOptions {

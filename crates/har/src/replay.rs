@@ -376,6 +376,7 @@ fn request_step(request: &RecordedRequest, tag: usize, subs: &[(String, String)]
         })
         .collect();
     let mut step = RequestStep::simple(request.method, path, tag);
+    step.origin = request.origin.clone();
     step.headers = request
         .headers
         .iter()

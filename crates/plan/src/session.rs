@@ -459,6 +459,10 @@ pub struct RequestStep {
     /// Redirects this request follows, instead of the test's `max_redirects`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_redirects: Option<u32>,
+    /// Another origin than the plan target that this request goes to (a replayed recording
+    /// that spans several hosts: a page, its API, its CDN); `path` is relative to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<crate::Target>,
 }
 
 impl RequestStep {
@@ -476,6 +480,7 @@ impl RequestStep {
             extraction: Vec::new(),
             abort_on_error: false,
             max_redirects: None,
+            origin: None,
         }
     }
 

@@ -363,6 +363,159 @@ fn content_type_and_json_shape_differences_are_said_per_tag_in_text_and_html() {
     );
 }
 
+/// A recording of a page on one host calling an API on another: page, API, page, API.
+fn two_origin_recording() -> PathBuf {
+    let entries: Vec<String> = [
+        ("http://page.recorded.test/anything/page", "text/html"),
+        (
+            "http://api.recorded.test:8443/anything/api",
+            "application/json",
+        ),
+        ("http://page.recorded.test/anything/next", "text/html"),
+        (
+            "http://api.recorded.test:8443/anything/api?page=2",
+            "application/json",
+        ),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, (url, mime))| {
+        format!(
+            r#"{{"startedDateTime":"2026-11-20T09:00:0{i}.000Z","time":3,
+            "request":{{"method":"GET","url":"{url}","headers":[]}},
+            "response":{{"status":200,"content":{{"mimeType":"{mime}"}}}}}}"#
+        )
+    })
+    .collect();
+    let har = format!(
+        r#"{{"log":{{"version":"1.2","creator":{{"name":"test","version":"1"}},"entries":[{}]}}}}"#,
+        entries.join(",")
+    );
+    scratch_file("two-origins.har", har.as_bytes())
+}
+
+#[test]
+fn a_recording_spanning_two_origins_replays_each_to_its_own_mapping() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    // The API's origin is a recording proxy in front of the target: what it writes is
+    // exactly what was sent to that origin.
+    let api_har = scratch_file("two-origins-api-side.har", b"");
+    let (recorder, api) = start_recorder(&target, &api_har, &[]);
+    let har = two_origin_recording();
+    let json = scratch_file("two-origins.json", b"");
+    let page_map = format!("page.recorded.test=http://{}", target.addr);
+    let api_map = format!("api.recorded.test:8443=http://{api}");
+    let out = barrage(
+        &[
+            "replay",
+            har.to_str().unwrap(),
+            "--map-host",
+            &page_map,
+            "--map-host",
+            &api_map,
+            "--json",
+            json.to_str().unwrap(),
+            "--no-results",
+            "--http-debug",
+        ],
+        LIMIT,
+    );
+    out.expect_success();
+    let s = summary(&json);
+    assert_eq!(u(&s["status_codes"], "200"), 4, "{s:#}");
+    assert_eq!(
+        check(
+            &s,
+            "GET /anything/api: content type application/json as recorded"
+        ),
+        (2, 0)
+    );
+    let stderr = stop_recorder(recorder, "INT");
+    assert!(stderr.contains("2 exchanges written"), "{stderr}");
+    let api_side = summary(&api_har);
+    let entries = api_side["log"]["entries"].as_array().unwrap();
+    let urls: Vec<&str> = entries
+        .iter()
+        .map(|e| e["request"]["url"].as_str().unwrap())
+        .collect();
+    let base = format!("http://{}", target.addr);
+    assert_eq!(
+        urls,
+        [
+            format!("{base}/anything/api"),
+            format!("{base}/anything/api?page=2")
+        ]
+    );
+    // Each request named its own origin's host (`--http-debug` prints what was sent).
+    let sent = out.stderr.replace("\r", "");
+    for (path, host) in [
+        ("/anything/page", target.addr.to_string()),
+        ("/anything/api", api.clone()),
+        ("/anything/next", target.addr.to_string()),
+        ("/anything/api?page=2", api.clone()),
+    ] {
+        assert!(
+            sent.contains(&format!("GET {path} HTTP/1.1\nHost: {host}\n")),
+            "{path} not sent to {host}: {sent}"
+        );
+    }
+
+    // One host left unmapped is still an error naming its entry, never a send.
+    let out = barrage(
+        &["replay", har.to_str().unwrap(), "--map-host", &page_map],
+        LIMIT,
+    );
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("log.entries[1].request.url: host `api.recorded.test:8443` is not mapped"),
+        "{}",
+        out.stderr
+    );
+    // `--target` alone sends everything there.
+    let out = barrage(
+        &[
+            "replay",
+            har.to_str().unwrap(),
+            "--target",
+            &format!("http://{}", target.addr),
+            "--json",
+            json.to_str().unwrap(),
+            "--no-results",
+        ],
+        LIMIT,
+    );
+    out.expect_success();
+    assert_eq!(u(&summary(&json)["status_codes"], "200"), 4);
+    // A DSL test case has one target: conversion says so in one line.
+    let js = scratch_file("two-origins.js", b"");
+    let out = barrage(
+        &[
+            "convert",
+            "har",
+            har.to_str().unwrap(),
+            "-o",
+            js.to_str().unwrap(),
+            "--map-host",
+            &page_map,
+            "--map-host",
+            &api_map,
+        ],
+        LIMIT,
+    );
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "the recording goes to http://{} and http://{api}; a DSL test case has one target",
+            target.addr
+        )),
+        "{}",
+        out.stderr
+    );
+}
+
 #[test]
 fn excluded_tags_leave_static_assets_out_of_replays_and_conversions() {
     let _heavy = heavy_lock();
