@@ -243,15 +243,6 @@ fn stem(path: &Path) -> String {
 pub fn convert_command(args: &ConvertArgs) -> anyhow::Result<String> {
     let ConvertWhat::Har(args) = &args.what;
     let recording = read(&args.file, &args.hosts, false)?;
-    let others = recording.other_origins();
-    if !others.is_empty() {
-        return Err(usage(format!(
-            "{}: the recording goes to {} and {}; a DSL test case has one target: --map-host them to one origin or --skip-host the others (`barrage replay` keeps each origin)",
-            args.file.display(),
-            recording.target,
-            others.join(", ")
-        )));
-    }
     let converted = barrage_har::convert(
         &recording,
         &barrage_har::ConvertOptions {

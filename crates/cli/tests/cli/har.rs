@@ -395,7 +395,7 @@ fn two_origin_recording() -> PathBuf {
 }
 
 #[test]
-fn a_recording_spanning_two_origins_replays_each_to_its_own_mapping() {
+fn a_recording_spanning_two_origins_replays_and_converts_each_to_its_own_mapping() {
     let _heavy = heavy_lock();
     let target = Target::start();
     // The API's origin is a recording proxy in front of the target: what it writes is
@@ -430,22 +430,6 @@ fn a_recording_spanning_two_origins_replays_each_to_its_own_mapping() {
             "GET /anything/api: content type application/json as recorded"
         ),
         (2, 0)
-    );
-    let stderr = stop_recorder(recorder, "INT");
-    assert!(stderr.contains("2 exchanges written"), "{stderr}");
-    let api_side = summary(&api_har);
-    let entries = api_side["log"]["entries"].as_array().unwrap();
-    let urls: Vec<&str> = entries
-        .iter()
-        .map(|e| e["request"]["url"].as_str().unwrap())
-        .collect();
-    let base = format!("http://{}", target.addr);
-    assert_eq!(
-        urls,
-        [
-            format!("{base}/anything/api"),
-            format!("{base}/anything/api?page=2")
-        ]
     );
     // Each request named its own origin's host (`--http-debug` prints what was sent).
     let sent = out.stderr.replace("\r", "");
@@ -488,9 +472,10 @@ fn a_recording_spanning_two_origins_replays_each_to_its_own_mapping() {
     );
     out.expect_success();
     assert_eq!(u(&summary(&json)["status_codes"], "200"), 4);
-    // A DSL test case has one target: conversion says so in one line.
+    // Converted, the other origin is an added target and its requests name it by URL; the
+    // script runs to both origins.
     let js = scratch_file("two-origins.js", b"");
-    let out = barrage(
+    barrage(
         &[
             "convert",
             "har",
@@ -503,17 +488,46 @@ fn a_recording_spanning_two_origins_replays_each_to_its_own_mapping() {
             &api_map,
         ],
         LIMIT,
-    );
-    assert_eq!(out.code(), Some(2), "{}", out.stderr);
-    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    )
+    .expect_success();
+    let script = std::fs::read_to_string(&js).unwrap();
     assert!(
-        out.stderr.contains(&format!(
-            "the recording goes to http://{} and http://{api}; a DSL test case has one target",
-            target.addr
-        )),
-        "{}",
-        out.stderr
+        script.contains(&format!("definition.addTarget(\"http://{api}\");"))
+            && script.contains(&format!("session.get(\"http://{api}/anything/api?page=2\"")),
+        "{script}"
     );
+    let out = barrage(
+        &[
+            "run",
+            js.to_str().unwrap(),
+            "--vus",
+            "1",
+            "--iterations",
+            "1",
+            "--json",
+            json.to_str().unwrap(),
+            "--no-results",
+        ],
+        LIMIT,
+    );
+    out.expect_success();
+    let s = summary(&json);
+    assert_eq!(u(&s["status_codes"], "200"), 4, "{s:#}");
+    // Two API requests from the replay and two from the script went through the API origin.
+    let stderr = stop_recorder(recorder, "INT");
+    assert!(stderr.contains("4 exchanges written"), "{stderr}");
+    let api_side = summary(&api_har);
+    let entries = api_side["log"]["entries"].as_array().unwrap();
+    let urls: Vec<&str> = entries
+        .iter()
+        .map(|e| e["request"]["url"].as_str().unwrap())
+        .collect();
+    let base = format!("http://{}", target.addr);
+    let api_calls = [
+        format!("{base}/anything/api"),
+        format!("{base}/anything/api?page=2"),
+    ];
+    assert_eq!(urls, [&api_calls[..], &api_calls[..]].concat());
 }
 
 #[test]
