@@ -279,11 +279,16 @@ fn differing_recording() -> PathBuf {
             ),
         ),
     ];
+    har_file("differing.har", &entries)
+}
+
+/// A HAR 1.2 file of `entries` (JSON objects), without pages.
+fn har_file(name: &str, entries: &[String]) -> PathBuf {
     let har = format!(
         r#"{{"log":{{"version":"1.2","creator":{{"name":"test","version":"1"}},"entries":[{}]}}}}"#,
         entries.join(",")
     );
-    scratch_file("differing.har", har.as_bytes())
+    scratch_file(name, har.as_bytes())
 }
 
 #[test]
@@ -387,11 +392,7 @@ fn two_origin_recording() -> PathBuf {
         )
     })
     .collect();
-    let har = format!(
-        r#"{{"log":{{"version":"1.2","creator":{{"name":"test","version":"1"}},"entries":[{}]}}}}"#,
-        entries.join(",")
-    );
-    scratch_file("two-origins.har", har.as_bytes())
+    har_file("two-origins.har", &entries)
 }
 
 #[test]
