@@ -836,6 +836,53 @@ fn every_numeric_option_out_of_range_is_refused_with_its_location() {
 }
 
 #[test]
+fn timestamp_generator_binds_the_session_start_shifted() {
+    let source = format!(
+        "{HEAD}definition.session('s', function (session) {{\n\
+           var since = session.ds.generate('timestamp', {{ offset: -86400, format: 'epoch_ms' }});\n\
+           var now = session.ds.generate('timestamp');\n\
+           session.post('/report', {{ payload: JSON.stringify({{ since: since, at: now }}) }});\n\
+         }});"
+    );
+    let plan = compile_source(&source, "ts.js", &fixtures()).unwrap_or_else(|e| panic!("{e}"));
+    let bindings: Vec<&Binding> = plan.sessions[0]
+        .steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Bind { binding, .. } => Some(binding),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        bindings,
+        [
+            &Binding::ShiftedTime {
+                offset_ms: -86_400_000,
+                fraction_digits: 0,
+                format: barrage_plan::TimeFormat::EpochMillis
+            },
+            &Binding::ShiftedTime {
+                offset_ms: 0,
+                fraction_digits: 3,
+                format: barrage_plan::TimeFormat::Utc
+            },
+        ]
+    );
+    let source = format!(
+        "{HEAD}definition.session('s', function (session) {{\n  session.ds.generate('timestamp', {{ format: 'rfc2822' }});\n  session.get('/');\n}});"
+    );
+    let error = compile_source(&source, "bad.js", &fixtures())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(
+            "`format` must be \"iso\", \"iso_seconds\", \"epoch\" or \"epoch_ms\", got \"rfc2822\""
+        ),
+        "{error}"
+    );
+}
+
+#[test]
 fn jwt_generator_binds_a_token_resigned_per_client() {
     let source = format!(
         "{HEAD}definition.setTestOptions({{ cookies: true, maxRedirects: 3 }});\n\
