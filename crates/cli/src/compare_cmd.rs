@@ -122,12 +122,55 @@ fn differences(groups: &[Vec<Named>]) -> Vec<String> {
     out
 }
 
+/// Capacity searches among the runs: their knees side by side (the first run of each group),
+/// and the capacity rules they break. A capacity rule on runs without a search is a usage
+/// error.
+fn compare_searches(
+    groups: &[Vec<Named>],
+    rules: &[barrage_capacity::compare::Rule],
+) -> anyhow::Result<Vec<String>> {
+    let searches = groups
+        .iter()
+        .filter_map(|g| g.first())
+        .map(|m| barrage_capacity::file::of(&m.results).map(|s| s.map(|s| (m.label.as_str(), s))))
+        .collect::<Option<Result<Vec<_>, _>>>();
+    let searches = match searches {
+        Some(found) => found.map_err(usage)?,
+        None if rules.is_empty() => return Ok(Vec::new()),
+        None => {
+            return Err(usage(
+                "--fail-on: capacity rules need capacity searches (results of `barrage capacity`) on both sides",
+            ))
+        }
+    };
+    let Some(((base_label, base), others)) = searches.split_first() else {
+        return Ok(Vec::new());
+    };
+    let others: Vec<(&str, &barrage_capacity::Search)> =
+        others.iter().map(|(l, s)| (*l, s)).collect();
+    let (text, broken) = barrage_capacity::compare::compare((base_label, base), &others, rules);
+    crate::print_out(&text)?;
+    Ok(broken)
+}
+
 /// Prints the comparison; returns the exit code (3 when a rule is broken).
 pub fn compare_command(args: &CompareArgs) -> anyhow::Result<i32> {
-    let rules = match &args.fail_on {
-        Some(text) => Rule::parse_list(text).map_err(|e| usage(format!("--fail-on: {e}")))?,
-        None => Vec::new(),
-    };
+    // Rules on a capacity search's knee (`capacity:-10%`) and on the runs' figures.
+    let (capacity_rules, run_rules): (Vec<&str>, Vec<&str>) = args
+        .fail_on
+        .as_deref()
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .partition(|r| barrage_capacity::compare::is_capacity_rule(r));
+    let rules =
+        Rule::parse_list(&run_rules.join(",")).map_err(|e| usage(format!("--fail-on: {e}")))?;
+    let capacity_rules = capacity_rules
+        .iter()
+        .map(|r| barrage_capacity::compare::Rule::parse(r))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| usage(format!("--fail-on: {e}")))?;
     let mut db = None;
     let mut groups: Vec<Vec<Named>> = Vec::new();
     for arg in args.runs.iter().filter(|a| !a.eq_ignore_ascii_case("vs")) {
@@ -164,8 +207,9 @@ pub fn compare_command(args: &CompareArgs) -> anyhow::Result<i32> {
                 .collect(),
         })
         .collect();
-    let (text, broken) = render_compare(&figures, &rules);
+    let (text, mut broken) = render_compare(&figures, &rules);
     crate::print_out(&text)?;
+    broken.extend(compare_searches(&groups, &capacity_rules)?);
     if let Some(out) = &args.html {
         let runs: Vec<ComparedRun<'_>> = groups
             .iter()

@@ -8,7 +8,7 @@ use barrage_plan::Plan;
 use std::path::Path;
 use std::sync::Arc;
 
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct K6Args {
     /// Run the script as a k6 script (detected by its `k6` imports or `export default
     /// function` otherwise)

@@ -1,5 +1,6 @@
 //! The `barrage` binary: parses the command line and wires script/plan, engine, and reports.
 
+mod capacity_cmd;
 mod compare_cmd;
 mod har_cmd;
 mod har_record;
@@ -58,6 +59,8 @@ enum Command {
     Merge(results_cmd::MergeArgs),
     /// List recorded runs
     History(HistoryArgs),
+    /// Find the capacity: step the load until the SLO breaks, bisect to the knee
+    Capacity(Box<capacity_cmd::CapacityArgs>),
     /// Compare runs (history ids or results files), baseline first: per-tag deltas and bands
     Compare(compare_cmd::CompareArgs),
     /// Write Kubernetes manifests that run a test as N segments (an Indexed Job)
@@ -333,6 +336,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(code)
         }
         Command::Compare(args) => compare_cmd::compare_command(&args),
+        Command::Capacity(args) => capacity_cmd::capacity_command(&args),
         Command::Convert(args) => {
             print_out(&har_cmd::convert_command(&args)?)?;
             Ok(exit::OK)

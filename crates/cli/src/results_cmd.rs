@@ -52,6 +52,18 @@ pub fn report_command(args: &ReportArgs) -> anyhow::Result<(String, i32)> {
     }
     .trend_stats()?;
     let results = load(&args.file)?;
+    if let Some(search) =
+        crate::capacity_cmd::report(&results, args.html.as_deref(), args.json.as_deref())
+    {
+        // A capacity search: its step table and knee, its page with the curve.
+        let (text, code) = search?;
+        let shown = if args.html.is_some() || args.json.is_some() {
+            String::new()
+        } else {
+            text
+        };
+        return Ok((shown, code));
+    }
     let wanted = Wanted::given([
         (Format::Json, args.json.clone()),
         (Format::Junit, args.junit.clone()),
@@ -92,6 +104,22 @@ pub fn merge_command(args: &MergeArgs) -> anyhow::Result<String> {
             .filter_map(|part| part.meta.segment.as_ref())
             .map(|s| format!("{}/{}", s.index, s.count))
             .collect();
+    }
+    // Segments of one capacity search: their steps merge step by step and are judged again.
+    let searches = parts
+        .iter()
+        .filter_map(barrage_capacity::file::of)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(usage)?;
+    if !searches.is_empty() {
+        if searches.len() != parts.len() {
+            return Err(usage(
+                "merge: some files hold a capacity search and some do not",
+            ));
+        }
+        let search =
+            barrage_capacity::file::merge(&searches).map_err(|e| usage(format!("merge: {e}")))?;
+        barrage_capacity::file::attach(&mut merged, &search);
     }
     merged
         .write(&args.output)

@@ -1,6 +1,8 @@
 //! End-to-end tests of the `barrage` binary: `quick` against the bundled target (run as a
 //! separate `barrage target` process), usage errors, output formats, `demo`, and Ctrl-C.
 
+#[path = "cli/capacity.rs"]
+mod capacity;
 #[path = "cli/closed.rs"]
 mod closed;
 #[path = "cli/har.rs"]

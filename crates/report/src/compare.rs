@@ -143,6 +143,35 @@ pub fn deltas(baseline: &Group, candidate: &Group) -> Vec<Delta> {
     out
 }
 
+/// One `--fail-on` rule, `METRIC:+N%` or `METRIC:-N%`, on one of `metrics`: the metric and
+/// the signed limit in percent (the one syntax of every comparison's rules).
+pub fn parse_rule(rule: &str, metrics: &[&'static str]) -> Result<(&'static str, f64), String> {
+    let bad = || {
+        format!(
+            "`{rule}` must look like METRIC:+N% or METRIC:-N% (metrics: {})",
+            metrics.join(", ")
+        )
+    };
+    let (metric, limit) = rule.split_once(':').ok_or_else(bad)?;
+    let metric = metrics
+        .iter()
+        .find(|m| m.eq_ignore_ascii_case(metric.trim()))
+        .ok_or_else(bad)?;
+    let limit = limit.trim();
+    if !(limit.starts_with('+') || limit.starts_with('-')) {
+        return Err(bad());
+    }
+    let limit_pct: f64 = limit
+        .strip_suffix('%')
+        .ok_or_else(bad)?
+        .parse()
+        .map_err(|_| bad())?;
+    if !limit_pct.is_finite() || limit_pct == 0.0 {
+        return Err(bad());
+    }
+    Ok((metric, limit_pct))
+}
+
 /// A regression rule: `p95:+10%` (fail when p95 rises more than 10%), `rps:-5%` (fail when
 /// throughput falls more than 5%).
 #[derive(Debug, Clone, PartialEq)]
@@ -158,29 +187,7 @@ impl Rule {
             .map(str::trim)
             .filter(|r| !r.is_empty())
             .map(|rule| {
-                let bad = || {
-                    format!(
-                        "`{rule}` must look like METRIC:+N% or METRIC:-N% (metrics: {})",
-                        METRICS.join(", ")
-                    )
-                };
-                let (metric, limit) = rule.split_once(':').ok_or_else(bad)?;
-                let metric = METRICS
-                    .iter()
-                    .find(|m| m.eq_ignore_ascii_case(metric.trim()))
-                    .ok_or_else(bad)?;
-                let limit = limit.trim();
-                if !(limit.starts_with('+') || limit.starts_with('-')) {
-                    return Err(bad());
-                }
-                let limit_pct: f64 = limit
-                    .strip_suffix('%')
-                    .ok_or_else(bad)?
-                    .parse()
-                    .map_err(|_| bad())?;
-                if !limit_pct.is_finite() || limit_pct == 0.0 {
-                    return Err(bad());
-                }
+                let (metric, limit_pct) = parse_rule(rule, &METRICS)?;
                 Ok(Rule { metric, limit_pct })
             })
             .collect()

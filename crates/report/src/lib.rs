@@ -23,7 +23,9 @@ mod thresholds;
 
 pub use from_results::{render_text, run_info, summary_of, thresholds_section};
 pub use hey::render_hey;
-pub use html::{passed, render_compare_html, render_html, ComparedRun};
+pub use html::{
+    escape, page, passed, render_compare_html, render_html, Axis, Chart, ComparedRun, Line, PALETTE,
+};
 pub use junit::render_junit;
 pub use k6::{format_ms, K6Summary};
 pub use k6_metrics::{

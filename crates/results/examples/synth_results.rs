@@ -129,6 +129,7 @@ fn main() {
         thresholds: None,
         self_check: None,
         active_clients: None,
+        capacity: None,
     };
     let (first, count, total) = (arg(7, 0), arg(8, 0), arg(9, 0));
     if count > 0 {

@@ -6,7 +6,7 @@
 //! (per-tag, per-second counters and HDR histograms), CHKS (checks, JSON), SESS (sessions
 //! started and dropped per second), XMET (corrected latency, TLS phase, iteration durations,
 //! VUs, generator self-check, custom metrics: `extra_codec.rs`) and the optional THRS
-//! (thresholds, JSON). Readers skip sections they do not know. Histograms use HdrHistogram's V2 + DEFLATE
+//! (thresholds, JSON) and CAPY (a capacity search, JSON). Readers skip sections they do not know. Histograms use HdrHistogram's V2 + DEFLATE
 //! encoding, so the size grows with the run's duration and tags, not with its request count.
 
 mod codec;
@@ -191,6 +191,9 @@ pub struct ResultsFile {
     /// Clients (VUs) active, per second since the run started: the peak of the controller's
     /// samples in that second (ACTV; sampled, so a sub-second burst can be missed).
     pub active_clients: Option<Vec<u64>>,
+    /// A capacity search (`barrage capacity`): every step, the knee and the verdict (CAPY,
+    /// JSON of `barrage_capacity::Search`; the metrics are its steps one after another).
+    pub capacity: Option<serde_json::Value>,
 }
 
 const META: [u8; 4] = *b"META";
@@ -204,6 +207,7 @@ const ACTIVE: [u8; 4] = *b"ACTV";
 const EXTRA: [u8; 4] = *b"XMET";
 const INTERRUPTED: [u8; 4] = *b"INTR";
 const STATUS_LATENCY: [u8; 4] = *b"STLT";
+const CAPACITY: [u8; 4] = *b"CAPY";
 
 fn corrupt(section: &str, reason: impl std::fmt::Display) -> ResultsError {
     ResultsError::Corrupt {
@@ -238,6 +242,9 @@ impl ResultsFile {
         if let Some(active) = &self.active_clients {
             sections.push((ACTIVE, metrics_codec::encode_counts(active)));
         }
+        if let Some(capacity) = &self.capacity {
+            sections.push((CAPACITY, json(capacity)));
+        }
         container::write(&sections)
     }
 
@@ -252,6 +259,7 @@ impl ResultsFile {
         let mut extra = None;
         let mut interrupted = None;
         let mut status_latency = None;
+        let mut capacity = None;
         for section in container::read(data)? {
             match section.kind {
                 META => {
@@ -293,6 +301,11 @@ impl ResultsFile {
                 EXTRA => extra = Some(section.payload),
                 INTERRUPTED => interrupted = Some(section.payload),
                 STATUS_LATENCY => status_latency = Some(section.payload),
+                CAPACITY => {
+                    capacity = Some(
+                        serde_json::from_slice(section.payload).map_err(|e| corrupt("CAPY", e))?,
+                    )
+                }
                 _ => {} // a later version's section: skipped
             }
         }
@@ -332,6 +345,7 @@ impl ResultsFile {
             thresholds,
             self_check,
             active_clients,
+            capacity,
         })
     }
 

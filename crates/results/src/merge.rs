@@ -40,6 +40,8 @@ pub fn merge(parts: &[ResultsFile], names: &[String]) -> Result<ResultsFile, Res
     let mut merged = ResultsFile {
         thresholds: None,
         self_check: None,
+        // A capacity search's steps are merged by `barrage_capacity::file::merge`.
+        capacity: None,
         ..first
     };
     for i in 1..parts.len() {

@@ -131,6 +131,7 @@ fn sample(requests: u64, per_second: u64) -> ResultsFile {
         thresholds: None,
         self_check: None,
         active_clients: None,
+        capacity: None,
     }
 }
 

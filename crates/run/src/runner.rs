@@ -318,6 +318,7 @@ fn execute(plan: &Plan, options: RunOptions, context: &RunContext) -> anyhow::Re
         thresholds: barrage_report::thresholds_section(live.aborted.as_deref(), &[]),
         self_check: None,
         active_clients: Some(active_clients),
+        capacity: None,
     };
     // The summary is rendered from the results, exactly as `barrage report` will from the file.
     let summary = barrage_report::summary_of(&results, &options.trend_stats);

@@ -3,7 +3,8 @@
 //! The server answers a small set of endpoints that a load test can aim at
 //! (`/`, `/health`, `/random/get_token`, `/ping`, `/delay/<ms>`, `/status/<code>`,
 //! `/bytes/<n>`, `/echo`) and understands behaviour-changing query parameters on
-//! every endpoint (`delay`, `status`, `size`, `fail`, `close`, `stall`/`stall_every`).
+//! every endpoint (`delay`, `status`, `size`, `fail`, `close`, `stall`/`stall_every`,
+//! `capacity`: a known capacity of R requests per second, queueing beyond it).
 //! See [`routes`](crate::routes) and [`params`](crate::params) for the exact behaviour.
 //! Under `/chaos/` it misbehaves on purpose (resets, stalls, endless bodies, broken
 //! framing, gzip bombs, HTTP/2 GOAWAY and garbage): see [`chaos`](crate::chaos).
@@ -13,6 +14,7 @@
 //!   returns a [`RunningTarget`] handle (used by `barrage demo` and tests);
 //! - [`serve_blocking`] runs it on the calling thread until Ctrl-C (used by `barrage target`).
 
+mod capacity;
 mod chaos;
 mod echo;
 mod httpbin;

@@ -9,6 +9,8 @@
 //! | `close`        | `1`/`true` or `0`/`false`  | drop the connection without answering                   |
 //! | `stall`        | ms, 0..=600000             | pause on every `stall_every`-th stalled request         |
 //! | `stall_every`  | n >= 1 (default 1)         | period of `stall`, counted server-wide                  |
+//! | `capacity`     | req/s, 1..=1000000         | serve at most that many per second, server-wide, FIFO;  |
+//! |                |                            | requests beyond it queue (a known capacity, issue 16)   |
 //!
 //! `stall_every` counts, server-wide, only the requests that carry `stall`. A 1xx
 //! `status` has the limits described in [`crate::routes`].
@@ -35,6 +37,8 @@ pub(crate) struct Params {
     pub fail: f64,
     pub close: bool,
     pub stall: Option<Stall>,
+    /// `capacity=R`: at most R requests per second pass, in arrival order; the rest wait.
+    pub capacity: Option<u64>,
 }
 
 /// `stall=<ms>&stall_every=<n>`.
@@ -78,6 +82,7 @@ impl Params {
                 "close" => params.close = parse_flag("close", value)?,
                 "stall" => stall_ms = Some(parse_ms("stall", value)?),
                 "stall_every" => stall_every = Some(parse_every("stall_every", value)?),
+                "capacity" => params.capacity = Some(parse_capacity(value)?),
                 _ => {}
             }
         }
@@ -142,6 +147,15 @@ fn parse_flag(parameter: &'static str, value: &str) -> Result<bool, ParamError> 
         "0" | "false" => Ok(false),
         _ => Err(error(parameter, value, "1, true, 0 or false")),
     }
+}
+
+/// Largest accepted `capacity`, requests per second.
+pub(crate) const MAX_CAPACITY: u64 = 1_000_000;
+
+fn parse_capacity(value: &str) -> Result<u64, ParamError> {
+    parse_u64(value)
+        .filter(|n| (1..=MAX_CAPACITY).contains(n))
+        .ok_or_else(|| error("capacity", value, "requests per second in 1..=1000000"))
 }
 
 fn parse_every(parameter: &'static str, value: &str) -> Result<u64, ParamError> {
@@ -212,6 +226,9 @@ mod tests {
             ("close=2", "close"),
             ("stall=x", "stall"),
             ("stall=10&stall_every=0", "stall_every"),
+            ("capacity=0", "capacity"),
+            ("capacity=1000001", "capacity"),
+            ("capacity=1.5", "capacity"),
         ] {
             let err = Params::parse(query).unwrap_err();
             assert_eq!(err.parameter, name, "{query}");
@@ -225,5 +242,11 @@ mod tests {
         assert!(Params::parse("status=100&status=599").is_ok());
         assert!(Params::parse("size=0&size=104857600").is_ok());
         assert!(Params::parse("fail=0&fail=1&fail=0.5").is_ok());
+        assert_eq!(
+            Params::parse("capacity=1&capacity=1000000")
+                .unwrap()
+                .capacity,
+            Some(1_000_000)
+        );
     }
 }

@@ -34,6 +34,8 @@ pub(crate) struct State {
     tokens: TokenStore,
     /// Requests carrying `stall=` seen so far, for `stall_every`.
     stall_counter: AtomicU64,
+    /// `capacity=R`: the server-wide queues, one per rate.
+    capacity: crate::capacity::Capacity,
 }
 
 impl State {
@@ -41,6 +43,7 @@ impl State {
         State {
             tokens: TokenStore::new(tokens::DEFAULT_CAPACITY),
             stall_counter: AtomicU64::new(0),
+            capacity: crate::capacity::Capacity::default(),
         }
     }
 }
@@ -91,6 +94,9 @@ pub(crate) async fn handle(
         if seen.checked_rem(stall.every) == Some(0) {
             tokio::time::sleep(stall.pause).await;
         }
+    }
+    if let Some(rate) = params.capacity {
+        state.capacity.wait_turn(rate).await;
     }
     if let Some(delay) = params.delay {
         tokio::time::sleep(delay).await;

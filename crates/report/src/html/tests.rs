@@ -74,6 +74,7 @@ pub(crate) fn sample_results() -> ResultsFile {
         thresholds: None,
         self_check: None,
         active_clients: None,
+        capacity: None,
     }
 }
 
