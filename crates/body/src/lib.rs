@@ -69,7 +69,7 @@ impl ContentCoding {
         }
     }
 
-    fn decodes(self) -> bool {
+    pub fn decodes(self) -> bool {
         matches!(
             self,
             ContentCoding::Gzip | ContentCoding::Deflate | ContentCoding::Br
