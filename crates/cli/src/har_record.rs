@@ -659,7 +659,7 @@ impl Body for Tee {
                     if let Some(decoder) = this.decoder.as_mut() {
                         let sink = decoder.get_mut().unwrap_or_else(|e| e.into_inner());
                         // A body that does not decode has no decoded size; it still passes.
-                        let _ = sink.push(data);
+                        let _ = sink.push_all(data);
                     }
                 }
                 Poll::Ready(Some(Ok(frame)))
