@@ -3,7 +3,7 @@
 //! step by step, exactly, and are judged again on the merged windows.
 
 use crate::measure::{Counts, Measure};
-use crate::search::{conclude_levels, Level, Search};
+use crate::search::{conclude_levels, Level, Outcome, Search};
 use barrage_metrics::LatencyHistogram;
 use barrage_results::ResultsFile;
 
@@ -55,7 +55,12 @@ pub fn merge(parts: &[Search]) -> Result<Search, String> {
             Level::judge(level.load, level.role, runs, &first.config)
         })
         .collect();
-    Ok(conclude_levels(first.config.clone(), levels))
+    let mut merged = conclude_levels(first.config.clone(), levels);
+    // A segment stopped by a signal leaves the merged search unfinished too.
+    if parts.iter().any(|p| p.outcome == Outcome::Stopped) {
+        merged.mark_stopped();
+    }
+    Ok(merged)
 }
 
 fn merge_runs<'a>(runs: impl Iterator<Item = &'a Measure>, search: &Search) -> Measure {

@@ -5,9 +5,9 @@ use crate::search::{Level, Role, Search};
 use std::fmt::Write;
 
 /// The JSON document's format version.
-pub const JSON_FORMAT: u32 = 1;
+pub const JSON_FORMAT: u32 = 2;
 
-/// The search as JSON: `{"format": 1, "search": ...}`.
+/// The search as JSON: `{"format": 2, "capacity": ...}` (2: the search has its `outcome`).
 pub fn json(search: &Search) -> serde_json::Value {
     serde_json::json!({ "format": JSON_FORMAT, "capacity": search })
 }

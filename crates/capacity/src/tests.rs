@@ -16,6 +16,8 @@ struct Model {
     generator_cpu_at: Vec<f64>,
     /// Runs to answer with a fluke breach (their index).
     flukes: Vec<usize>,
+    /// A stop signal comes during this run (its index).
+    stop_at: Option<usize>,
     runs: usize,
 }
 
@@ -28,6 +30,7 @@ impl Model {
             generator_cpu_from: None,
             generator_cpu_at: Vec::new(),
             flukes: Vec::new(),
+            stop_at: None,
             runs: 0,
         }
     }
@@ -49,6 +52,9 @@ fn quiet_generator() -> GeneratorCheck {
 
 impl StepRunner for Model {
     type Error = String;
+    fn stopped(&self) -> bool {
+        self.stop_at.is_some_and(|at| self.runs > at)
+    }
     fn run_step(&mut self, load: f64) -> Result<Measure, String> {
         let run = self.runs;
         self.runs += 1;
@@ -366,4 +372,40 @@ fn the_html_page_draws_the_curve_and_the_json_reads_back() {
     let json = render::json(&found);
     let back: Search = serde_json::from_value(json["capacity"].clone()).unwrap();
     assert_eq!(back, found);
+}
+
+#[test]
+fn a_stopped_search_says_so_in_its_outcome_and_old_files_read_as_finished() {
+    let cfg = config(LoadKind::Rate, 100.0, "x2", 10_000.0);
+    let mut model = Model::new(1000.0);
+    model.stop_at = Some(2);
+    let stopped = search(cfg.clone(), &mut model, |_| {}).unwrap();
+    assert_eq!(stopped.outcome, Outcome::Stopped);
+    assert_eq!(
+        stopped.levels.len(),
+        2,
+        "the step a signal cut short is not judged"
+    );
+    assert!(stopped.conclusion.starts_with("stopped before the end: "));
+    let finished = search(cfg.clone(), &mut Model::new(1000.0), |_| {}).unwrap();
+    assert_eq!(finished.outcome, Outcome::Finished);
+    // A search written before the outcome was kept reads as finished.
+    let mut old = serde_json::to_value(&finished).unwrap();
+    old.as_object_mut().unwrap().remove("outcome");
+    let back: Search = serde_json::from_value(old).unwrap();
+    assert_eq!(back, finished);
+    // A segment stopped by a signal leaves the merged search stopped, said once.
+    let mut parts = Vec::new();
+    for stop_at in [None, Some(2)] {
+        let mut model = Model::new(500.0);
+        model.stop_at = stop_at;
+        parts.push(search::ladder(cfg.clone(), &mut model, |_| {}).unwrap());
+    }
+    parts[0].levels.truncate(2);
+    let merged = file::merge(&parts).unwrap();
+    assert_eq!(merged.outcome, Outcome::Stopped);
+    assert_eq!(
+        merged.conclusion.matches("stopped before the end").count(),
+        1
+    );
 }

@@ -11,7 +11,7 @@ use crate::usage::{exit, usage};
 use crate::{overrides::Overrides, record, scenario, values};
 use anyhow::Context;
 use barrage_capacity::{
-    render, search, Config, Growth, LoadKind, Measure, Search, Slo, StepRunner, Window,
+    render, search, Config, Growth, LoadKind, Measure, Outcome, Search, Slo, StepRunner, Window,
 };
 use barrage_plan::{Admission, Bound, Plan, Stages};
 use barrage_results::ResultsFile;
@@ -352,11 +352,14 @@ pub fn capacity_command(args: &CapacityArgs) -> anyhow::Result<i32> {
     let on_level = |level: &barrage_capacity::Level| {
         eprintln!("{}", render::level_line(kind, level));
     };
-    let found = if segmented {
+    let mut found = if segmented {
         barrage_capacity::search::ladder(config, &mut runner, on_level)?
     } else {
         search(config, &mut runner, on_level)?
     };
+    if runner.stopped {
+        found.mark_stopped();
+    }
     crate::print_out(&render::text(&found))?;
     if let Some((path, mut file)) = json_out {
         let text = serde_json::to_string_pretty(&render::json(&found))?;
@@ -365,10 +368,8 @@ pub fn capacity_command(args: &CapacityArgs) -> anyhow::Result<i32> {
     }
     let results = search_results(&base, &runner.steps, &found)?;
     write_outputs(&args.record, files, &results, &found)?;
-    if runner.stopped {
-        // Not finished: no verdict to go green on.
+    if found.outcome == Outcome::Stopped {
         eprintln!("error: the capacity search was stopped before its end");
-        return Ok(exit::RUNTIME);
     }
     Ok(exit_code(&found))
 }
@@ -430,8 +431,12 @@ fn write_outputs(
 }
 
 /// 0 when the search found the target's capacity or the SLO held to the end; 1 when the
-/// generator was the limit (its knee is not the target's); 99 when the SLO broke at once.
+/// generator was the limit (its knee is not the target's) or a signal stopped the search
+/// (not finished: no verdict to go green on); 99 when the SLO broke at once.
 pub fn exit_code(found: &Search) -> i32 {
+    if found.outcome == Outcome::Stopped {
+        return exit::RUNTIME;
+    }
     match found.verdict {
         barrage_capacity::Verdict::TargetCapacity | barrage_capacity::Verdict::HeldToMax => {
             exit::OK

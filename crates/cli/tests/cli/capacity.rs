@@ -46,6 +46,8 @@ fn capacity_finds_a_known_capacity_open_and_closed_with_repeat_bands() {
     let file = |name: &str| dir.join(format!("{}-{name}", std::process::id()));
     let (open_json, open_brr, open_html) = (file("open.json"), file("open.brr"), file("open.html"));
     let (closed_json, closed_brr) = (file("closed.json"), file("closed.brr"));
+    let open_history = file("open-history.db");
+    let _ = std::fs::remove_file(&open_history);
     let open_url = open_target.url("/health?capacity=200");
     // Open: paced arrivals; below R nothing queues, above it the queue grows every second.
     let open = Running::spawn(&[
@@ -73,7 +75,8 @@ fn capacity_finds_a_known_capacity_open_and_closed_with_repeat_bands() {
         open_brr.to_str().unwrap(),
         "--html",
         open_html.to_str().unwrap(),
-        "--no-history",
+        "--history",
+        open_history.to_str().unwrap(),
     ]);
     // Closed: each request takes 200 ms, and the target serves R_CLOSED = 50/s, so N virtual
     // users ask for N/0.2 per second; past N = 10 they wait in the queue and latency is
@@ -162,6 +165,35 @@ fn capacity_finds_a_known_capacity_open_and_closed_with_repeat_bands() {
     );
     assert!((10.0..13.0).contains(&vus), "{}", closed.stdout);
     assert_eq!(k["runs"].as_array().unwrap().len(), 2);
+
+    // The history row shows the knee — its load, throughput and p99 — not the steps added up.
+    let k = knee(open_search);
+    let listed = barrage(
+        &["history", "--history", open_history.to_str().unwrap()],
+        LIMIT,
+    );
+    listed.expect_success();
+    let row = listed.stdout.lines().nth(1).expect("the search's row");
+    let load = k["load"].as_f64().unwrap();
+    let load_text = if load.fract() == 0.0 {
+        format!("{load:.0}/s")
+    } else {
+        format!("{load:.1}/s")
+    };
+    let knee_figures = [
+        load_text,
+        format!("{:.1}", k["merged"]["throughput"].as_f64().unwrap()),
+        format!("{:.2}ms", k["merged"]["p99_us"].as_f64().unwrap() / 1e3),
+        k["merged"]["requests"].to_string(),
+    ];
+    assert!(listed.stdout.lines().next().unwrap().contains("knee"));
+    for figure in &knee_figures {
+        assert!(
+            row.split_whitespace().any(|cell| cell == figure),
+            "{figure} not in the history row\n{}",
+            listed.stdout
+        );
+    }
 
     // The HTML page draws the curve.
     let page = std::fs::read_to_string(&open_html).unwrap();
@@ -572,8 +604,27 @@ fn capacity_stopped_by_sigterm_keeps_the_steps_done() {
         out.stdout,
         out.stderr
     );
-    // The results file holds the search as far as it went.
+    // The results file holds the search as far as it went, stopped: `report` exits as the
+    // search did.
     let report = barrage(&["report", results.to_str().unwrap()], LIMIT);
+    assert_eq!(
+        report.code(),
+        Some(1),
+        "{}\n{}",
+        report.stdout,
+        report.stderr
+    );
+    let json = scratch_file("capacity-stopped.json", b"");
+    barrage(
+        &[
+            "report",
+            results.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    assert_eq!(json_file(&json)["capacity"]["outcome"], "stopped");
     assert!(
         report.stdout.contains("stopped before the end"),
         "{}\n{}",
