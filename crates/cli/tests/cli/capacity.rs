@@ -2,7 +2,7 @@
 //! (`capacity=R`: at most R requests per second, queueing beyond), for an open and a closed
 //! workload with repeat bands; the search's results file through `report`, `compare
 //! --fail-on` and `merge`; segments stepping together; a starved generator reported as
-//! generator-bound; usage errors naming their flag.
+//! generator-bound, and one out of file descriptors too; usage errors naming their flag.
 
 use super::*;
 use std::path::Path;
@@ -417,6 +417,50 @@ fn capacity_reports_a_starved_generator_as_generator_bound() {
     assert!(stdout.contains("generator-bound at "), "{stdout}");
     assert!(!stdout.contains("target capacity"), "{stdout}");
     assert!(stdout.contains("fix: "), "{stdout}");
+}
+
+#[test]
+fn capacity_out_of_file_descriptors_is_generator_bound() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    // A closed search under `ulimit -n 40`: a few VUs connect, but past ~35 the generator's
+    // connects fail with EMFILE (local_fd_limit), which breaks `http_req_failed<1%` — the
+    // generator's limit, not the target's. Slow requests (200 ms) keep the load small.
+    let url = target.url("/health?delay=200");
+    let search = format!(
+        "ulimit -n 40 && exec {BIN} capacity '{url}' --vus --threads 1 \
+         --slo 'p(99)<1000ms,http_req_failed<1%' --start 4 --step x8 --max 64 \
+         --warmup 1s --measure 2s --precision 50 --no-results --no-history"
+    );
+    let out = Command::new("sh")
+        .args(["-c", &search])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run sh");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let verdict = stdout
+        .lines()
+        .find(|l| l.starts_with("generator-bound at "))
+        .unwrap_or_else(|| panic!("no generator-bound verdict\n{stdout}\n{stderr}"));
+    assert!(
+        verdict.contains("connections failed for want of file descriptors")
+            && verdict.contains("not the target's capacity"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("target capacity"), "{stdout}");
+    assert!(
+        stdout.contains("fix: raise `ulimit -n`") && stdout.contains("--local-addrs"),
+        "{stdout}"
+    );
+    // The step that met the SLO at 4 VUs is the lower bound it names.
+    assert!(
+        verdict.contains("the target met the SLO up to "),
+        "{stdout}"
+    );
 }
 
 #[test]
