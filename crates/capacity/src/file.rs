@@ -69,7 +69,9 @@ fn merge_runs<'a>(runs: impl Iterator<Item = &'a Measure>, search: &Search) -> M
     let mut worst: Option<&Measure> = None;
     let mut load = 0.0;
     let mut started = u64::MAX;
+    let mut overrun_ms = 0;
     for run in runs {
+        overrun_ms = overrun_ms.max(run.overrun_ms);
         histogram.merge(&run.histogram());
         counts.requests += run.requests;
         counts.responses += run.responses;
@@ -89,12 +91,15 @@ fn merge_runs<'a>(runs: impl Iterator<Item = &'a Measure>, search: &Search) -> M
     if let Some(w) = worst {
         generator.fd_errors = w.generator.fd_errors;
     }
-    Measure::from_histogram(
+    let mut merged = Measure::from_histogram(
         load,
         started,
         &histogram,
         counts,
         search.config.window.measure_s as f64,
         generator,
-    )
+    );
+    // A part that ran past its slot makes the merged run one of steps that did not line up.
+    merged.overrun_ms = overrun_ms;
+    merged
 }

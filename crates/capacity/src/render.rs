@@ -132,6 +132,14 @@ pub fn text(search: &Search) -> String {
         if let Some(limit) = &l.generator_limit {
             let _ = writeln!(out, "  at {}: {}", c.kind.text(l.load), limit.reason);
         }
+        if l.merged.overrun_ms > 0 {
+            let _ = writeln!(
+                out,
+                "  at {}: OVERRAN its wall-clock slot by {:.1} s",
+                c.kind.text(l.load),
+                l.merged.overrun_ms as f64 / 1e3
+            );
+        }
     }
     out
 }

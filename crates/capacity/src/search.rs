@@ -213,7 +213,8 @@ impl Level {
                 untrusted: Vec::new(),
             });
         let started = runs.first().map_or(0, |r| r.started_at_unix_ns);
-        let merged = Measure::from_histogram(load, started, &histogram, counts, seconds, worst);
+        let mut merged = Measure::from_histogram(load, started, &histogram, counts, seconds, worst);
+        merged.overrun_ms = runs.iter().map(|r| r.overrun_ms).max().unwrap_or(0);
         let breaches = config.slo.breaches(&Observed {
             latency: &histogram,
             requests: counts.requests,
@@ -540,6 +541,14 @@ fn conclude(config: Config, levels: Vec<Level>, good: Option<f64>, bad: Option<f
             None,
         ),
         (None, None, _) => (Verdict::HeldToMax, "no step was run".to_string(), None),
+    };
+    let conclusion = match levels.iter().find(|l| l.merged.overrun_ms > 0) {
+        Some(l) => format!(
+            "{conclusion}. WARNING: the step at {} ran {:.1} s past its wall-clock slot: the segments' steps drift apart from there on, and merged steps mix loads (give every step more time, or look at the slowest segment)",
+            kind.text(l.load),
+            l.merged.overrun_ms as f64 / 1e3
+        ),
+        None => conclusion,
     };
     Search {
         config,

@@ -409,3 +409,45 @@ fn a_stopped_search_says_so_in_its_outcome_and_old_files_read_as_finished() {
         1
     );
 }
+
+#[test]
+fn a_segment_step_past_its_slot_is_marked_in_the_merged_search() {
+    let cfg = config(LoadKind::Rate, 100.0, "x2", 1600.0);
+    let mut parts: Vec<Search> = (0..2)
+        .map(|_| search::ladder(cfg.clone(), &mut Model::new(500.0), |_| {}).unwrap())
+        .collect();
+    let clean = file::merge(&parts).unwrap();
+    assert!(clean.levels.iter().all(|l| l.merged.overrun_ms == 0));
+    assert!(
+        !clean.conclusion.contains("WARNING"),
+        "{}",
+        clean.conclusion
+    );
+    // Segment 2's second step (200/s) ended 1.5 s after its slot.
+    parts[1].levels[1].runs[0].overrun_ms = 1500;
+    let merged = file::merge(&parts).unwrap();
+    assert_eq!(merged.levels[1].merged.overrun_ms, 1500);
+    assert_eq!(merged.levels[1].runs[0].overrun_ms, 1500);
+    assert_eq!(merged.levels[0].merged.overrun_ms, 0);
+    assert!(
+        merged
+            .conclusion
+            .contains("WARNING: the step at 200/s ran 1.5 s past its wall-clock slot"),
+        "{}",
+        merged.conclusion
+    );
+    let text = render::text(&merged);
+    assert!(
+        text.contains("at 200/s: OVERRAN its wall-clock slot by 1.5 s"),
+        "{text}"
+    );
+    // The mark survives the results file (JSON of the search) and older files read as 0.
+    let back: Search = serde_json::from_value(serde_json::to_value(&merged).unwrap()).unwrap();
+    assert_eq!(back.levels[1].merged.overrun_ms, 1500);
+    let mut old = serde_json::to_value(&clean.levels[0].runs[0]).unwrap();
+    old.as_object_mut().unwrap().remove("overrun_ms");
+    assert_eq!(
+        serde_json::from_value::<Measure>(old).unwrap().overrun_ms,
+        0
+    );
+}

@@ -230,9 +230,8 @@ impl StepRunner for EngineSteps {
         let length = Duration::from_secs(self.window.warmup_s + self.window.measure_s);
         let plan = step_plan(&self.base, load, length, self.drain);
         plan.validate().map_err(|e| usage(e.to_string()))?;
-        let start_at = self
-            .grid
-            .map(|(first, slot)| first + slot * self.steps.len() as u32);
+        let run_index = self.steps.len() as u32;
+        let start_at = self.grid.map(|(first, slot)| first + slot * run_index);
         let context = RunContext {
             command: "capacity",
             script: self.script.clone(),
@@ -249,13 +248,21 @@ impl StepRunner for EngineSteps {
         if results.meta.interrupted || finished.interrupted_twice {
             self.stopped = true;
         }
-        let measure = Measure::of(
+        let mut measure = Measure::of(
             load,
             results.meta.started_at_unix_ns,
             &results.metrics,
             self.window,
             self.drain,
         );
+        if let Some((first, slot)) = self.grid {
+            // The run ended after its slot (a late start, or a slow end): the next steps start
+            // late and no longer line up with the other segments'.
+            let slot_end = first + slot * (run_index + 1);
+            if let Ok(over) = SystemTime::now().duration_since(slot_end) {
+                measure.overrun_ms = (over.as_millis() as u64).max(1);
+            }
+        }
         self.steps.push(results);
         Ok(measure)
     }

@@ -358,6 +358,70 @@ fn capacity_segments_step_together_and_merge_into_one_search() {
 }
 
 #[test]
+fn capacity_segment_step_past_its_slot_is_marked() {
+    let target = Target::start();
+    // A --start-at 60 s in the past: the first step's wall-clock slot (1 + 2 s, a 2 s drain
+    // and 2 s of margin) ended long ago, so the step runs past it — as a segment whose step
+    // overran would, deterministically.
+    let start_at = (std::time::SystemTime::now() - Duration::from_secs(60))
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        .to_string();
+    let results = scratch_file("capacity-overrun.brr", b"");
+    let out = barrage(
+        &[
+            "capacity",
+            &target.url("/health"),
+            "--slo",
+            "p(99)<500ms",
+            "--start",
+            "20",
+            "--max",
+            "20",
+            "--warmup",
+            "1s",
+            "--measure",
+            "2s",
+            "--segment",
+            "0/2",
+            "--start-at",
+            &start_at,
+            "--results",
+            results.to_str().unwrap(),
+            "--no-history",
+        ],
+        LIMIT,
+    );
+    assert!(
+        out.stdout.contains("WARNING: the step at 20/s ran ")
+            && out.stdout.contains("s past its wall-clock slot")
+            && out
+                .stdout
+                .contains("at 20/s: OVERRAN its wall-clock slot by "),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    // The mark is kept in the results file: the report (and a merge of it) says so again.
+    let json = scratch_file("capacity-overrun.json", b"");
+    let report = barrage(
+        &[
+            "report",
+            results.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    assert_eq!(report.code(), out.code(), "{}", report.stderr);
+    let overrun = json_file(&json)["capacity"]["levels"][0]["merged"]["overrun_ms"]
+        .as_u64()
+        .unwrap();
+    assert!(overrun > 50_000, "{overrun}");
+}
+
+#[test]
 fn capacity_reports_a_starved_generator_as_generator_bound() {
     let _heavy = heavy_lock();
     let target = Target::start();
