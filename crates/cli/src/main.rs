@@ -105,16 +105,17 @@ struct OverrideArgs {
     #[arg(long, allow_hyphen_values = true, value_parser = values::threads)]
     threads: Option<usize>,
     /// Run this many virtual users (closed model; with --duration, or the plan's)
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(short = 'u', long, allow_hyphen_values = true)]
     vus: Option<String>,
     /// Run the virtual users for this long (e.g. 30s, 2m)
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(short = 'd', long, allow_hyphen_values = true)]
     duration: Option<String>,
-    /// Ramp virtual users through stages, duration:target pairs ("30s:100,1m:100,10s:0")
-    #[arg(long, allow_hyphen_values = true)]
-    stages: Option<String>,
+    /// Ramp virtual users through stages, duration:target pairs ("30s:100,1m:100,10s:0");
+    /// repeatable as k6's `-s/--stage 30s:100 -s 10s:0`
+    #[arg(short = 's', long, visible_alias = "stage", allow_hyphen_values = true)]
+    stages: Vec<String>,
     /// Run this many iterations in total, shared by the virtual users
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(short = 'i', long, allow_hyphen_values = true)]
     iterations: Option<String>,
     /// Set a script global or a field under one, as StormForger's CLI does
     /// (`--define defines.env=prod`; VALUE is JSON, or else text); repeatable
@@ -188,7 +189,9 @@ impl OverrideArgs {
             vus: vu_overrides::VuOverrides::parse(
                 self.vus.as_deref(),
                 self.duration.as_deref(),
-                self.stages.as_deref(),
+                (!self.stages.is_empty())
+                    .then(|| self.stages.join(","))
+                    .as_deref(),
                 self.iterations.as_deref(),
             )?,
             protocol: self.protocol.clone(),
@@ -368,7 +371,7 @@ fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
     let (plan, k6) = match k6_front::load(&args.file, &args.k6, &args.overrides.resolve()?)? {
         Ok(Some(test)) => {
             let vus = test.vus();
-            (test.plan, Some((vus, test.factory)))
+            (test.plan, Some((vus, test.factory, test.trend_stats)))
         }
         Ok(None) => (
             scenario::prepare(&args.file, &args.overrides.resolve()?)?,
@@ -387,14 +390,33 @@ fn run_command(args: &RunArgs) -> anyhow::Result<i32> {
             .transpose()?,
         ..Default::default()
     };
-    let outputs = args.outputs.list(&args.record, &plan.name)?;
-    let mut spec = runner::RunSpec::new(plan, context, outputs, runner::progress_wanted())?;
-    spec.options.scripted = k6.as_ref().map(|(vus, _)| Arc::clone(vus));
+    let mut output_args = args.outputs.clone();
+    if let Some((_, _, stats)) = k6
+        .as_ref()
+        .filter(|_| output_args.summary_trend_stats.is_none())
+    {
+        output_args.summary_trend_stats = Some(stats.clone());
+    }
+    let outputs = output_args.list(&args.record, &plan.name)?;
+    let progress = runner::progress_wanted() && !args.k6.quiet();
+    let mut spec = runner::RunSpec::new(plan, context, outputs, progress)?;
+    spec.options.scripted = k6.as_ref().map(|(vus, _, _)| Arc::clone(vus));
     let (finished, files) = spec.run()?;
-    print_out(&render_run(&finished.summary))?;
+    match &k6 {
+        Some((_, factory, _)) => k6_front::summarise(&args.k6, factory, &finished.summary)?,
+        None => print_out(&render_run(&finished.summary))?,
+    }
     record::keep(&args.record, &finished, files)?;
-    // k6: `test.abort()` ends the test with 108 whatever else happened.
-    if let Some(reason) = k6.and_then(|(_, factory)| factory.aborted()) {
+    // k6: `test.abort()` ends the test with 108 whatever else happened; a `setup()` or
+    // `teardown()` that threw, with 107.
+    if let Some(reason) = k6
+        .as_ref()
+        .and_then(|(_, factory, _)| factory.stage_error())
+    {
+        eprintln!("error: {reason}");
+        return Ok(exit::SCRIPT_ERROR);
+    }
+    if let Some(reason) = k6.and_then(|(_, factory, _)| factory.aborted()) {
         eprintln!("error: {reason}");
         return Ok(exit::SCRIPT_ABORTED);
     }
@@ -507,7 +529,7 @@ fn target_command(args: &TargetArgs) -> anyhow::Result<i32> {
 }
 
 /// Removes a file when dropped.
-struct RemoveOnDrop(PathBuf);
+pub(crate) struct RemoveOnDrop(pub(crate) PathBuf);
 
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {

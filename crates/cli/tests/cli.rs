@@ -15,6 +15,10 @@ mod history_compare;
 mod hostile;
 #[path = "cli/k6.rs"]
 mod k6;
+#[path = "cli/k6_api.rs"]
+mod k6_api;
+#[path = "cli/k6_differential.rs"]
+mod k6_differential;
 #[path = "cli/live_exports.rs"]
 mod live_exports;
 #[path = "cli/never_answering.rs"]

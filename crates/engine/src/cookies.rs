@@ -70,6 +70,24 @@ impl Jar {
     }
 }
 
+impl Jar {
+    /// Sets a cookie for `url` as a `Set-Cookie: name=value<attributes>` from it would
+    /// (k6's `jar.set`); `attributes` is `; Domain=...; Path=...` and the like.
+    pub(crate) fn set(&mut self, url: &Url, name: &str, value: &str, attributes: &str) {
+        let _ = self
+            .store
+            .parse(&format!("{name}={value}{attributes}"), url);
+    }
+
+    /// The cookies a request to `url` would carry, `(name, value)` (k6's `cookiesForURL`).
+    pub(crate) fn for_url(&self, url: &Url) -> Vec<(String, String)> {
+        self.store
+            .get_request_values(url)
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect()
+    }
+}
+
 /// Where the request's own `Cookie` header line ends (before its CRLF), if it has one.
 fn own_cookie_line_end(head: &[u8]) -> Option<usize> {
     let mut start = head.iter().position(|&b| b == b'\n')? + 1;
@@ -118,5 +136,25 @@ mod tests {
         assert!(!jar.add_to(&elsewhere, get, &mut out));
         jar.clear();
         assert!(!jar.add_to(&root, get, &mut out));
+    }
+
+    #[test]
+    fn scripts_set_read_and_remove_cookies_by_url() {
+        let mut jar = Jar::default();
+        let site = Url::parse("http://127.0.0.1:8080/a/b").unwrap();
+        jar.set(&site, "token", "t1", "; Path=/");
+        jar.set(&site, "deep", "d", "; Path=/a");
+        jar.set(&site, "gone", "g", "; Path=/; Max-Age=0");
+        let mut seen = jar.for_url(&site);
+        seen.sort();
+        assert_eq!(
+            seen,
+            [("deep".into(), "d".into()), ("token".into(), "t1".into())]
+        );
+        let root = Url::parse("http://127.0.0.1:8080/").unwrap();
+        assert_eq!(jar.for_url(&root), [("token".into(), "t1".into())]);
+        // k6 deletes by setting an expired cookie at the URL's default path (`/a` here).
+        jar.set(&site, "deep", "", "; Max-Age=-1");
+        assert_eq!(jar.for_url(&site), [("token".into(), "t1".into())]);
     }
 }

@@ -20,6 +20,7 @@ mod cookies;
 mod exchange;
 mod executor;
 mod http_debug;
+mod lifecycle;
 mod origins;
 mod pool;
 mod protocol;
@@ -40,8 +41,8 @@ pub use protocol::connector;
 pub use samples::SampleSink;
 pub use scheduler::{run, EngineError, RunOutcome};
 pub use scripted::{
-    ScriptRequest, ScriptResponse, ScriptTimings, ScriptedVu, SharedVuFactory, VuEvent, VuFactory,
-    VuInput, VuStep, CAPTURED_HEADERS,
+    JarRequest, Phase, ScriptRequest, ScriptResponse, ScriptTimings, ScriptedVu, SharedVuFactory,
+    VuEvent, VuFactory, VuInput, VuStep, CAPTURED_HEADERS,
 };
 pub use session::SessionProblem;
 pub use snapshots::{LiveMetrics, Snapshots};

@@ -75,9 +75,15 @@ fn worker_threads(plan: &Plan) -> usize {
         .clamp(1, MAX_WORKERS)
 }
 
-/// Runs `plan` to its end and returns the merged metrics. Blocks the calling thread; steer
-/// and watch the run through `control` from another thread.
+/// Runs `plan` to its end and returns the merged metrics (a scripted test's setup and
+/// teardown included, see `lifecycle.rs`). Blocks the calling thread; steer and watch the
+/// run through `control` from another thread.
 pub fn run(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError> {
+    crate::lifecycle::run(plan, control)
+}
+
+/// Runs `plan`'s workload to its end and returns the merged metrics.
+pub(crate) fn run_plan(plan: &Plan, control: &RunControl) -> Result<RunOutcome, EngineError> {
     plan.validate()?;
     if let (Some(file), None) = (&plan.options.scripted_body, &control.scripted) {
         return Err(EngineError::ScriptedWithoutVus(file.clone()));
@@ -187,18 +193,19 @@ async fn until(deadline: Option<Instant>) {
     }
 }
 
-/// Publishes a copy of the worker's metrics every period (only when snapshots are on).
+/// Publishes a copy of the worker's metrics when the last one was merged, looking once a
+/// period (only when snapshots are on).
 async fn publish_snapshots(worker: Rc<Worker>) {
     let mut ticks = tokio::time::interval(SNAPSHOT_PERIOD);
+    let snapshots = &worker.run.control.snapshots;
     loop {
         ticks.tick().await;
+        if !snapshots.wants(worker.run.index) {
+            continue;
+        }
         let copy = worker.metrics.borrow().clone();
         let at = worker.run.run_start.elapsed();
-        worker
-            .run
-            .control
-            .snapshots
-            .publish(worker.run.index, copy, at);
+        snapshots.publish(worker.run.index, copy, at);
     }
 }
 
@@ -223,6 +230,8 @@ fn run_worker(
         .enable_all()
         .build();
     let mut worker = Worker::new(init);
+    // Scripted VUs are made before the clock starts, as k6 initialises its VUs.
+    worker.prepare_vus(assignment.initial_vus());
     // Passes the gate even when the runtime failed, so the core never waits forever.
     gate.barrier.wait();
     gate.barrier.wait();

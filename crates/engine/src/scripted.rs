@@ -16,6 +16,11 @@ pub struct ScriptRequest {
     pub body: Vec<u8>,
     /// Overrides the plan's request timeout.
     pub timeout: Option<Duration>,
+    /// Redirects to follow (each hop is a request of its own, as in k6); a response that
+    /// still redirects after them is the answer.
+    pub redirects: u32,
+    /// The plan's request tag it is recorded under (0 unless the front end tags it).
+    pub tag: usize,
 }
 
 /// Phase timings of a response, k6's `timings` object.
@@ -40,6 +45,8 @@ pub struct ScriptResponse {
     pub timings: ScriptTimings,
     /// Why the request failed (a timeout, a refused connection, ...), empty when it did not.
     pub error: String,
+    /// The URL that answered, when redirects led away from the one asked for.
+    pub url: Option<String>,
 }
 
 /// The response headers a scripted response carries (k6's `res.headers`): the ones scripts
@@ -58,6 +65,20 @@ pub const CAPTURED_HEADERS: &[&str] = &[
     "X-Request-Id",
 ];
 
+/// What a VU asks of its cookie jar (k6's `http.cookieJar()`); URLs are absolute.
+#[derive(Debug, Clone)]
+pub enum JarRequest {
+    /// Set a cookie as `Set-Cookie: name=value<attributes>` from `url` would.
+    Set {
+        url: String,
+        name: String,
+        value: String,
+        attributes: String,
+    },
+    /// The cookies a request to `url` would carry.
+    ForUrl { url: String },
+}
+
 /// How a VU is resumed.
 #[derive(Debug)]
 pub enum VuInput {
@@ -68,6 +89,8 @@ pub enum VuInput {
     Response(ScriptResponse),
     /// A sleep it asked for is over.
     Slept,
+    /// Its jar request is done: the cookies `JarRequest::ForUrl` asked for, `(name, value)`.
+    Cookies(Vec<(String, String)>),
 }
 
 /// What a VU wants next.
@@ -75,6 +98,8 @@ pub enum VuInput {
 pub enum VuStep {
     Request(ScriptRequest),
     Sleep(Duration),
+    /// Use the VU's cookie jar (answered at once, without waiting).
+    Jar(JarRequest),
     /// The iteration ended; `false` when it ended by an exception.
     Done {
         ok: bool,
@@ -108,6 +133,18 @@ pub trait VuFactory: Send + Sync + std::fmt::Debug {
     /// Called once as the run starts with its stop signal (a script may stop the test
     /// itself, k6's `test.abort()`).
     fn attach(&self, _stop: &Arc<crate::control::StopSignal>) {}
+    /// A factory whose VU runs the script's `phase` as its one iteration, when the script
+    /// has that stage (k6's `setup()` and `teardown()`).
+    fn phase(&self, _phase: Phase) -> Option<SharedVuFactory> {
+        None
+    }
+}
+
+/// The stages a scripted test may run once around its load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Setup,
+    Teardown,
 }
 
 /// A run's scripted body, when its iterations are scripts rather than plan sessions.

@@ -5,8 +5,9 @@
 
 use crate::client::Client;
 use crate::exchange::{attempt, OpenRequest, Wanted};
+use crate::redirect;
 use crate::scripted::{
-    ScriptRequest, ScriptResponse, ScriptTimings, ScriptedVu, VuEvent, VuInput, VuStep,
+    JarRequest, ScriptRequest, ScriptResponse, ScriptTimings, ScriptedVu, VuEvent, VuInput, VuStep,
     CAPTURED_HEADERS,
 };
 use crate::worker::Worker;
@@ -15,8 +16,10 @@ use std::cell::Cell;
 use std::net::SocketAddr;
 use std::time::Instant;
 
-/// Scripted requests are recorded under the plan's first tag.
+/// Scripted requests are recorded under the plan's first tag unless they name another.
 const SCRIPT_TAG: usize = 0;
+/// Where `Set-Cookie` is among [`CAPTURED_HEADERS`].
+const SET_COOKIE: usize = 4;
 
 /// Where a client's connection goes when its requests are scripted: the origin (scheme and
 /// authority) and, for an origin other than the plan target, its resolved addresses.
@@ -94,6 +97,10 @@ impl Client {
         iteration: u64,
         intended_start: Instant,
     ) -> Instant {
+        // k6 gives a VU a fresh cookie jar each iteration.
+        if let Some(jar) = &mut self.jar {
+            jar.clear();
+        }
         let mut input = VuInput::Start { iteration };
         let mut intended = Some(intended_start);
         let ok = loop {
@@ -114,6 +121,7 @@ impl Client {
                     }
                     input = VuInput::Slept;
                 }
+                VuStep::Jar(request) => input = VuInput::Cookies(self.use_jar(request)),
                 VuStep::Done { ok } => break ok,
             }
         };
@@ -127,7 +135,9 @@ impl Client {
         ended
     }
 
-    /// Sends one scripted request and records it under the script tag.
+    /// Sends one scripted request, following its redirects (each hop recorded as a request
+    /// of its own, cookies kept in the client's jar when it has one), and answers with the
+    /// last response.
     async fn scripted_request(
         &mut self,
         worker: &Worker,
@@ -137,12 +147,88 @@ impl Client {
         let Some(url) = split(&request.url) else {
             return failed(format!("invalid URL `{}`", request.url));
         };
-        if let Err(problem) = self.route(worker, &url).await {
-            return failed(problem);
-        }
         let mut bytes = worker.request_buffers.take();
         bytes.clear();
         write_request(worker, request, &url, &mut bytes);
+        let mut hops_left = request.redirects;
+        // Set once a redirect leads elsewhere than `request.url`.
+        let mut current: Option<String> = None;
+        let mut start = intended;
+        let response = loop {
+            let here = current.as_deref().unwrap_or(&request.url);
+            let Some(url) = split(here) else {
+                break failed(format!("invalid URL `{here}`"));
+            };
+            // Parsed only for what needs it: the jar, and a redirect to follow.
+            let parsed = (self.jar.is_some() || hops_left > 0)
+                .then(|| url::Url::parse(here).ok())
+                .flatten();
+            let mut response = self
+                .scripted_hop(worker, request, &url, &bytes, parsed.as_ref(), start)
+                .await;
+            let next = parsed
+                .as_ref()
+                .filter(|_| hops_left > 0 && redirect::is_redirect(response.status))
+                .and_then(|from| {
+                    let (_, location) = response
+                        .headers
+                        .iter()
+                        .find(|(name, _)| name == "Location")?;
+                    Some((from, redirect::resolve(from, location.as_bytes())?))
+                });
+            let Some((from, next)) = next else {
+                response.url = current;
+                break response;
+            };
+            hops_left -= 1;
+            start = Instant::now();
+            let target = crate::origins::path_and_query(&next.url);
+            let host = redirect::authority(&next.url);
+            let referer = redirect::referer_of(from);
+            let hop = redirect::Hop::between(from, &next, &target, Some(&host), &referer, None);
+            let mut next_bytes = worker.request_buffers.take();
+            redirect::next_request(&bytes, response.status, &hop, &mut next_bytes);
+            let capacity = bytes.capacity();
+            worker
+                .request_buffers
+                .give(std::mem::replace(&mut bytes, next_bytes), capacity);
+            current = Some(next.url.to_string());
+        };
+        let capacity = bytes.capacity();
+        worker.request_buffers.give(bytes, capacity);
+        response
+    }
+
+    /// One exchange of a scripted request's `bytes` with `url`, recorded under the script
+    /// tag; the jar (for `jar_url`) gets the response's cookies and adds its own.
+    async fn scripted_hop(
+        &mut self,
+        worker: &Worker,
+        request: &ScriptRequest,
+        url: &Split<'_>,
+        bytes: &[u8],
+        jar_url: Option<&url::Url>,
+        intended: Instant,
+    ) -> ScriptResponse {
+        if let Err(problem) = self.route(worker, url).await {
+            return failed(problem);
+        }
+        let tag = if request.tag < worker.run.plan.tag_count {
+            request.tag
+        } else {
+            SCRIPT_TAG
+        };
+        let mut with_cookies = None;
+        if let (Some(jar), Some(here)) = (&mut self.jar, jar_url) {
+            let mut buffer = worker.request_buffers.take();
+            if jar.add_to(here, bytes, &mut buffer) {
+                with_cookies = Some(buffer);
+            } else {
+                let capacity = buffer.capacity();
+                worker.request_buffers.give(buffer, capacity);
+            }
+        }
+        let sending = with_cookies.as_deref().unwrap_or(bytes);
         let mut captured = worker.captures.take();
         let headers: &[String] = &worker.scripted_headers;
         let addrs = self.script_origin.as_ref().and_then(|o| o.addrs.as_deref());
@@ -159,7 +245,7 @@ impl Client {
         // Dropped with the iteration (the run's end) while it waits: counted as interrupted.
         let open = OpenRequest {
             worker,
-            tag: SCRIPT_TAG,
+            tag,
             intended,
         };
         let outcome = tokio::time::timeout(
@@ -167,16 +253,18 @@ impl Client {
             attempt(
                 &mut self.connection,
                 worker,
-                &bytes,
+                sending,
                 &wanted,
                 Some(&mut captured),
             ),
         )
         .await;
         std::mem::forget(open);
-        let prepared = bytes.len() as u64;
-        let capacity = bytes.capacity();
-        worker.request_buffers.give(bytes, capacity);
+        let prepared = sending.len() as u64;
+        if let Some(buffer) = with_cookies {
+            let capacity = buffer.capacity();
+            worker.request_buffers.give(buffer, capacity);
+        }
         let kind = match outcome {
             Ok(Ok(done)) => {
                 let phases = done.phases();
@@ -184,12 +272,15 @@ impl Client {
                 if !(exchange.keep_alive && worker.run.keep_alive) {
                     self.connection = None;
                 }
+                if let (Some(jar), Some(here)) = (&mut self.jar, jar_url) {
+                    jar.store(here, captured.header_values(SET_COOKIE));
+                }
                 let latency = exchange.done_at.saturating_duration_since(intended);
                 // k6 hands scripts the decoded body (decoded as it streamed in, up to
                 // `--max-body`; empty when it did not decode).
                 let body = captured.body().unwrap_or_default().to_vec();
                 let record = ResponseRecord {
-                    tag: SCRIPT_TAG,
+                    tag,
                     second: worker.second_of(exchange.done_at),
                     latency,
                     expected_interval: self.expected_interval,
@@ -224,6 +315,7 @@ impl Client {
                         duration: phases.write + phases.wait + phases.read,
                     },
                     error: String::new(),
+                    url: None,
                 };
                 let held = captured.retained_bytes();
                 worker.captures.give(captured, held);
@@ -236,8 +328,30 @@ impl Client {
         let held = captured.retained_bytes();
         worker.captures.give(captured, held);
         let received = received.get();
-        worker.record_error(SCRIPT_TAG, Instant::now(), kind, prepared, received, None);
+        worker.record_error(tag, Instant::now(), kind, prepared, received, None);
         failed(kind.description())
+    }
+
+    /// Does what a VU asks of its cookie jar (nothing without a jar or with a bad URL).
+    fn use_jar(&mut self, request: JarRequest) -> Vec<(String, String)> {
+        let Some(jar) = &mut self.jar else {
+            return Vec::new();
+        };
+        let parse = |url: &str| url::Url::parse(url).ok();
+        match request {
+            JarRequest::Set {
+                url,
+                name,
+                value,
+                attributes,
+            } => {
+                if let Some(url) = parse(&url) {
+                    jar.set(&url, &name, &value, &attributes);
+                }
+                Vec::new()
+            }
+            JarRequest::ForUrl { url } => parse(&url).map(|u| jar.for_url(&u)).unwrap_or_default(),
+        }
     }
 
     /// Points the client's connection at `url`'s origin: the plan target's addresses, or
@@ -271,10 +385,10 @@ impl Client {
                     .map_err(|kind| format!("{}: {}", url.host, kind.description()))?,
             )
         };
-        self.script_origin = Some(ScriptOrigin {
+        self.script_origin = Some(Box::new(ScriptOrigin {
             origin: url.origin.to_string(),
             addrs,
-        });
+        }));
         Ok(())
     }
 }
@@ -326,7 +440,12 @@ fn write_request(worker: &Worker, request: &ScriptRequest, url: &Split<'_>, out:
 
 #[cfg(test)]
 mod tests {
-    use super::split;
+    use super::{split, CAPTURED_HEADERS, SET_COOKIE};
+
+    #[test]
+    fn set_cookie_is_where_the_jar_reads_it() {
+        assert_eq!(CAPTURED_HEADERS[SET_COOKIE], "Set-Cookie");
+    }
 
     #[test]
     fn urls_split_into_origin_authority_and_path() {

@@ -50,6 +50,9 @@ pub(crate) struct Worker {
     /// Scripted runs: check name → index in this worker's check counts (scripts name their
     /// checks as they run; metrics merge checks by name).
     script_checks: RefCell<std::collections::HashMap<String, usize>>,
+    /// Scripted runs: VUs made before the run started (k6 initialises its VUs before the
+    /// test), taken by this worker's virtual users at their first iteration.
+    pub prepared_vus: RefCell<Vec<Box<dyn crate::scripted::ScriptedVu>>>,
 }
 
 /// Buffers larger than this are freed rather than pooled after use.
@@ -188,6 +191,28 @@ pub(crate) struct WorkerInit {
 }
 
 impl Worker {
+    /// Scripted runs: makes `count` VUs before the run starts, as k6 initialises its VUs
+    /// before the test. A VU that cannot start stops the run (the front end says why).
+    pub(crate) fn prepare_vus(&self, count: u64) {
+        let Some(factory) = &self.run.control.scripted else {
+            return;
+        };
+        let mut prepared = self.prepared_vus.borrow_mut();
+        for _ in 0..count {
+            if self.run.control.stop.is_stopped() {
+                return;
+            }
+            match factory.create() {
+                Ok(vu) => prepared.push(vu),
+                Err(problem) => {
+                    eprintln!("barrage: a VU could not start: {problem}");
+                    self.run.control.stop.stop();
+                    return;
+                }
+            }
+        }
+    }
+
     pub(crate) fn new(init: WorkerInit) -> Self {
         let metrics = init.run.plan.new_metrics();
         Self {
@@ -214,6 +239,7 @@ impl Worker {
                 .map(|h| (*h).to_string())
                 .collect(),
             script_checks: RefCell::default(),
+            prepared_vus: RefCell::default(),
             run: init.run,
             remaining: Cell::new(init.iterations),
             metrics: RefCell::new(metrics),

@@ -23,6 +23,7 @@ const MODULES: &[(&str, &str)] = &[
     ("k6/data", include_str!("js/data.js")),
     ("k6/execution", include_str!("js/execution.js")),
     ("k6/encoding", include_str!("js/encoding.js")),
+    ("k6/crypto", include_str!("js/crypto.js")),
 ];
 
 /// What a script is evaluated from.
@@ -34,6 +35,8 @@ pub(crate) struct Script {
     pub env: Vec<(String, String)>,
     /// The scenario's name and executor (`k6/execution`).
     pub scenario: (String, String),
+    /// The request tag thresholds filter on, and its values (the plan's tags 1..).
+    pub request_tags: crate::request_tags::RequestTags,
     /// What the run's contexts share (`open()`ed files, `SharedArray`s, `test.abort()`).
     pub run: Arc<RunShared>,
     /// Whether VU contexts get typed arrays (see [`crate::detect::uses_typed_arrays`]).
@@ -125,6 +128,17 @@ pub(crate) fn evaluate<'js, H: Host + 'static>(
     natives
         .set("executor", script.scenario.1.as_str())
         .map_err(fail)?;
+    match &script.request_tags.key {
+        Some(key) => {
+            natives.set("tagKey", key.as_str()).map_err(fail)?;
+            natives
+                .set("tagValues", script.request_tags.values.clone())
+                .map_err(fail)?;
+        }
+        None => natives
+            .set("tagKey", Value::new_null(ctx.clone()))
+            .map_err(fail)?,
+    }
     globals.set("__ENV", env).map_err(fail)?;
     globals.set("__VU", vu as f64).map_err(fail)?;
     let mut module = None;

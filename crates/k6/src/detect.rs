@@ -12,6 +12,7 @@ pub const SUPPORTED_MODULES: &[&str] = &[
     "k6/data",
     "k6/execution",
     "k6/encoding",
+    "k6/crypto",
 ];
 
 fn import_pattern() -> &'static Regex {

@@ -5,7 +5,7 @@
 //! outside it `open()` is, as in k6.
 
 use crate::shared::{RunShared, SharedElements};
-use barrage_engine::{ScriptRequest, ScriptResponse, VuEvent, VuStep};
+use barrage_engine::{JarRequest, ScriptRequest, ScriptResponse, VuEvent, VuStep};
 use barrage_plan::{limits, MetricDecl, MetricKind};
 use rquickjs::class::{JsClass, Readable, Trace, Tracer};
 use rquickjs::{
@@ -109,7 +109,7 @@ pub(crate) fn install<'js, H: Host + 'static>(
                   url: String,
                   body: String,
                   headers: Vec<String>,
-                  timeout: f64|
+                  limits: Vec<f64>|
                   -> rquickjs::Result<Class<'js, ResponseData>> {
                 if !h.may_suspend() {
                     return throw(
@@ -117,6 +117,12 @@ pub(crate) fn install<'js, H: Host + 'static>(
                         "Making HTTP requests in the init context is not supported",
                     );
                 }
+                // `[timeout ms, redirects, request tag]`, the first two negative when not
+                // given.
+                let (timeout, redirects, tag) = match limits[..] {
+                    [timeout, redirects, tag] => (timeout, redirects, tag),
+                    _ => (-1.0, -1.0, 0.0),
+                };
                 let mut pairs = Vec::with_capacity(headers.len() / 2);
                 let mut headers = headers.into_iter();
                 while let (Some(name), Some(value)) = (headers.next(), headers.next()) {
@@ -135,12 +141,20 @@ pub(crate) fn install<'js, H: Host + 'static>(
                         Err(e) => return throw(&ctx, &format!("params.timeout: {e}")),
                     }
                 };
+                // Negative: not given (`options.maxRedirects`).
+                let redirects = if redirects >= 0.0 {
+                    redirects.min(f64::from(u32::MAX)) as u32
+                } else {
+                    h.run().max_redirects()
+                };
                 let request = ScriptRequest {
                     method,
                     url,
                     headers: pairs,
                     body: body.into_bytes(),
                     timeout,
+                    redirects,
+                    tag: tag as usize,
                 };
                 let Some(response) = h.suspend(VuStep::Request(request)) else {
                     return throw(&ctx, "the test ended during this iteration");
@@ -157,6 +171,37 @@ pub(crate) fn install<'js, H: Host + 'static>(
         )?,
     )?;
     natives.set("field", Function::new(ctx.clone(), response_field)?)?;
+    let h = host.clone();
+    natives.set(
+        "jar",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, op: String, args: Vec<String>| -> rquickjs::Result<Vec<String>> {
+                if !h.may_suspend() {
+                    return throw(&ctx, "the cookie jar is not available in the init context");
+                }
+                let mut args = args.into_iter();
+                let url = args.next().unwrap_or_default();
+                let request = match op.as_str() {
+                    "set" => JarRequest::Set {
+                        url,
+                        name: args.next().unwrap_or_default(),
+                        value: args.next().unwrap_or_default(),
+                        attributes: args.next().unwrap_or_default(),
+                    },
+                    _ => JarRequest::ForUrl { url },
+                };
+                let Some(answer) = h.suspend(VuStep::Jar(request)) else {
+                    return throw(&ctx, "the test ended during this iteration");
+                };
+                Ok(answer
+                    .headers
+                    .into_iter()
+                    .flat_map(|(name, value)| [name, value])
+                    .collect())
+            },
+        )?,
+    )?;
     let h = host.clone();
     natives.set(
         "sleep",
@@ -211,6 +256,7 @@ pub(crate) fn install<'js, H: Host + 'static>(
     )?;
     install_shared(ctx, &natives, host.clone())?;
     crate::encoding::install(ctx, &natives)?;
+    crate::crypto::install(ctx, &natives)?;
     let h = host;
     natives.set(
         "log",
@@ -405,7 +451,7 @@ fn response_field<'js>(
             Ok(timings.into_value())
         }
         4 => text(&response.error),
-        5 => text(&data.url),
+        5 => text(response.url.as_deref().unwrap_or(&data.url)),
         6 => text(&data.method),
         _ => Ok(Value::new_undefined(ctx.clone())),
     }

@@ -1,5 +1,5 @@
 //! The init context evaluated once at start (as k6 does before any VU): the script's
-//! `options`, its custom metric declarations, and whether it exports a default function.
+//! `options`, its custom metric declarations, and the functions it exports.
 
 use crate::context::{evaluate, thrown, Script};
 use crate::host::InitHost;
@@ -22,6 +22,9 @@ pub(crate) struct Exported {
     /// `options` as JSON (`null` when not exported).
     pub options: serde_json::Value,
     pub metrics: Vec<MetricDecl>,
+    /// The names of the functions the script exports (`setup`, `teardown`,
+    /// `handleSummary`, scenarios' `exec` functions).
+    pub functions: Vec<String>,
 }
 
 pub(crate) fn evaluate_init(script: &Script) -> Result<Exported, K6Error> {
@@ -34,6 +37,7 @@ pub(crate) fn evaluate_init(script: &Script) -> Result<Exported, K6Error> {
         declared: Default::default(),
         run: Arc::clone(&script.run),
     });
+    let mut functions = Vec::new();
     let options = context.with(|ctx| {
         let exports = evaluate(&ctx, script, Rc::clone(&host), 0).map_err(|e| {
             if deadline.hit() {
@@ -46,14 +50,11 @@ pub(crate) fn evaluate_init(script: &Script) -> Result<Exported, K6Error> {
                 e
             }
         })?;
-        let default: Value = exports
-            .get("default")
-            .map_err(|e| thrown(&ctx, &script.file, e))?;
-        if !default.is_function() {
-            return Err(K6Error::Init(format!(
-                "{}: the script exports no default function (`export default function () {{ ... }}`)",
-                script.file
-            )));
+        for entry in exports.props::<String, Value>() {
+            let (name, value) = entry.map_err(|e| thrown(&ctx, &script.file, e))?;
+            if value.is_function() {
+                functions.push(name);
+            }
         }
         let options: Value = exports
             .get("options")
@@ -72,5 +73,9 @@ pub(crate) fn evaluate_init(script: &Script) -> Result<Exported, K6Error> {
             .map_err(|e| K6Error::Options(format!("{}: `options`: {e}", script.file)))
     })?;
     let metrics = host.declared.take();
-    Ok(Exported { options, metrics })
+    Ok(Exported {
+        options,
+        metrics,
+        functions,
+    })
 }

@@ -9,16 +9,21 @@
 //! modules in `js/`); `host.rs` holds the natives.
 
 mod context;
+mod crypto;
 mod detect;
 mod encoding;
 mod host;
 mod init;
 mod options;
+pub mod probe;
+mod request_tags;
 mod shared;
+mod summary;
 mod vu;
 
 pub use detect::{imports, is_k6_script, unsupported_import, SUPPORTED_MODULES};
 pub use options::REQUEST_TAG;
+pub use summary::SummaryOutputs;
 pub use vu::{K6Factory, VU_MEMORY, VU_STACK};
 
 use barrage_plan::{Plan, Target};
@@ -62,7 +67,12 @@ impl K6Error {
 pub struct K6Test {
     pub plan: Plan,
     pub factory: K6Factory,
+    /// `options.summaryTrendStats`, as written (the CLI parses them).
+    pub summary_trend_stats: Option<Vec<String>>,
 }
+
+/// k6's default Trend columns of the end-of-test summary.
+pub const K6_TREND_STATS: &str = "avg,min,med,max,p(90),p(95)";
 
 /// Reads the script at `path`. `env` are `-e KEY=VALUE` pairs (over the process
 /// environment, as k6's `__ENV`).
@@ -96,6 +106,7 @@ pub fn load_source(source: &str, file: &str, env: &[(String, String)]) -> Result
         file: file.to_string(),
         env: all_env,
         scenario: ("default".to_string(), String::new()),
+        request_tags: Default::default(),
         run: Arc::new(shared::RunShared::new(file)),
         typed_arrays: detect::uses_typed_arrays(source),
         bytecode: context::compile(source, file)?,
@@ -117,10 +128,38 @@ pub fn load_source(source: &str, file: &str, env: &[(String, String)]) -> Result
         .iter()
         .map(|d| (d.name.clone(), d.kind))
         .collect();
+    let summary_trend_stats = match exported.options.get("summaryTrendStats") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::Array(items)) => Some(
+            items
+                .iter()
+                .map(|item| match item {
+                    serde_json::Value::String(stat) => Ok(stat.clone()),
+                    other => Err(K6Error::Options(format!(
+                        "{file}: `summaryTrendStats`: `{other}` is not a statistic name"
+                    ))),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        Some(other) => {
+            return Err(K6Error::Options(format!(
+            "{file}: `summaryTrendStats` must be a list like [\"avg\", \"p(95)\"], not `{other}`"
+        )))
+        }
+    };
     let plan = options::plan(&name, file, target, &exported.options, exported.metrics)?;
+    script.run.set_max_redirects(plan.options.max_redirects);
+    let (exec, scenario_env) =
+        options::scenario_exec_and_env(file, &exported.options, &exported.functions)?;
+    for (key, value) in scenario_env {
+        script.env.retain(|(k, _)| *k != key);
+        script.env.push((key, value));
+    }
+    script.request_tags = options::request_tags(&plan);
     Ok(K6Test {
+        summary_trend_stats,
         plan,
-        factory: K6Factory::new(script, metrics),
+        factory: K6Factory::new(script, metrics, exported.functions, exec),
     })
 }
 

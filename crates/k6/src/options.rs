@@ -6,6 +6,7 @@
 //! when given, else 10 minutes); nothing → one VU, one iteration. One entry in `scenarios`
 //! maps to its executor.
 
+use crate::request_tags::RequestTags;
 use crate::K6Error;
 use barrage_plan::{
     limits, parse_duration, MetricDecl, MetricsSpec, Plan, Session, Target, TestOptions, Threshold,
@@ -13,6 +14,9 @@ use barrage_plan::{
 };
 use serde_json::{Map, Value};
 use std::time::Duration;
+
+/// k6's `maxRedirects` default.
+pub const DEFAULT_MAX_REDIRECTS: u32 = 10;
 
 /// The request tag every scripted request is recorded under.
 pub const REQUEST_TAG: &str = "k6";
@@ -33,9 +37,13 @@ pub(crate) fn plan(
         _ => return Err(bad(file, "`options` must be an object")),
     };
     let workload = workload(file, options)?;
-    let thresholds = thresholds(file, options.get("thresholds"))?;
+    let mut request_tags = RequestTags::default();
+    let thresholds = thresholds(file, options.get("thresholds"), &mut request_tags)?;
+    // Each VU keeps a cookie jar (fresh each iteration) and follows redirects, as in k6.
     let mut test_options = TestOptions {
         scripted_body: Some(file.to_string()),
+        cookies: true,
+        max_redirects: DEFAULT_MAX_REDIRECTS,
         ..TestOptions::default()
     };
     if let Some(max) = options.get("maxRedirects") {
@@ -47,7 +55,7 @@ pub(crate) fn plan(
         target,
         options: test_options,
         workload,
-        tags: vec![REQUEST_TAG.to_string()],
+        tags: request_tags.plan_tags(),
         sessions: vec![Session {
             name: "default".into(),
             weight: 1,
@@ -62,6 +70,90 @@ pub(crate) fn plan(
     plan.validate()
         .map_err(|e| K6Error::Options(format!("{file}: {e}")))?;
     Ok(plan)
+}
+
+/// A script with nothing to iterate: an init error, as in k6.
+fn no_default(file: &str) -> K6Error {
+    K6Error::Init(format!(
+        "{file}: the script exports no default function (`export default function () {{ ... }}`)"
+    ))
+}
+
+/// The function the (single) scenario's VUs run (`exec`, default `default`) and its `env`
+/// (over `__ENV`), checked against what the script exports.
+pub(crate) fn scenario_exec_and_env(
+    file: &str,
+    options: &Value,
+    exported: &[String],
+) -> Result<(String, Vec<(String, String)>), K6Error> {
+    let has_default = exported.iter().any(|f| f == "default");
+    let Some((name, scenario)) = options["scenarios"]
+        .as_object()
+        .and_then(|m| m.iter().next())
+    else {
+        if !has_default {
+            return Err(no_default(file));
+        }
+        return Ok(("default".to_string(), Vec::new()));
+    };
+    let exec = match &scenario["exec"] {
+        Value::Null => "default".to_string(),
+        Value::String(function) => function.clone(),
+        other => {
+            return Err(bad(
+                file,
+                format_args!("scenario `{name}`: `exec` must name a function, not {other}"),
+            ))
+        }
+    };
+    if exec == "default" && !has_default {
+        return Err(no_default(file));
+    }
+    if !exported.contains(&exec) {
+        return Err(bad(
+            file,
+            format_args!("scenario `{name}`: the script exports no function `{exec}` (`exec`)"),
+        ));
+    }
+    let env = match &scenario["env"] {
+        Value::Null => Vec::new(),
+        Value::Object(vars) => vars
+            .iter()
+            .map(|(key, value)| {
+                let text = match value {
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                (key.clone(), text)
+            })
+            .collect(),
+        other => {
+            return Err(bad(
+                file,
+                format_args!("scenario `{name}`: `env` must be an object, not {other}"),
+            ))
+        }
+    };
+    Ok((exec, env))
+}
+
+/// The request tag the plan's thresholds filter on and its values (see `request_tags.rs`).
+pub(crate) fn request_tags(plan: &Plan) -> RequestTags {
+    let values: Vec<String> = plan.tags.iter().skip(1).cloned().collect();
+    let key = plan
+        .metrics
+        .thresholds
+        .iter()
+        .filter(|t| t.tag.is_some())
+        .find_map(|t| {
+            let open = t.key.find('{')?;
+            let (name, _) = t.key[open + 1..].split_once(':')?;
+            (name.trim() != "tag").then(|| name.trim().to_string())
+        });
+    RequestTags {
+        key: key.or_else(|| (!values.is_empty()).then(|| "tag".to_string())),
+        values,
+    }
 }
 
 fn bad(file: &str, problem: impl std::fmt::Display) -> K6Error {
@@ -207,7 +299,8 @@ fn scenario_workload(file: &str, name: &str, s: &Value) -> Result<Workload, K6Er
             format_args!("scenario `{name}` must be an object"),
         ));
     };
-    for unsupported in ["exec", "startTime", "env", "tags"] {
+    // `exec` and `env` are read by `scenario_exec_and_env`.
+    for unsupported in ["startTime", "tags"] {
         if map.contains_key(unsupported) {
             return Err(bad(
                 file,
@@ -283,7 +376,11 @@ fn scenario_workload(file: &str, name: &str, s: &Value) -> Result<Workload, K6Er
 }
 
 /// `thresholds: {metric: expr | [expr | {threshold, abortOnFail, delayAbortEval}]}`.
-fn thresholds(file: &str, value: Option<&Value>) -> Result<Vec<Threshold>, K6Error> {
+fn thresholds(
+    file: &str,
+    value: Option<&Value>,
+    request_tags: &mut RequestTags,
+) -> Result<Vec<Threshold>, K6Error> {
     let Some(value) = value else {
         return Ok(vec![]);
     };
@@ -323,8 +420,11 @@ fn thresholds(file: &str, value: Option<&Value>) -> Result<Vec<Threshold>, K6Err
                     ))
                 }
             };
-            let parsed = Threshold::parse(key, expression)
+            let rewritten = request_tags.rewrite(file, key)?;
+            let mut parsed = Threshold::parse(&rewritten, expression)
                 .map_err(|e| bad(file, format_args!("threshold `{key}`: {e}")))?;
+            // Shown and reported as written.
+            parsed.key.clone_from(key);
             let rule = ThresholdRule {
                 abort_on_fail,
                 delay_abort_eval: delay,

@@ -23,6 +23,12 @@ pub(crate) struct RunShared {
     iterations: AtomicU64,
     aborted: Mutex<Option<String>>,
     stop: OnceLock<Arc<StopSignal>>,
+    /// What `setup()` returned, as JSON (k6 hands every VU and `teardown` a copy).
+    setup_data: OnceLock<String>,
+    /// Why `setup()` or `teardown()` threw (k6 exits 107).
+    stage_error: Mutex<Option<String>>,
+    /// `options.maxRedirects` (set once the init context at start has read it).
+    max_redirects: OnceLock<u32>,
 }
 
 impl RunShared {
@@ -95,6 +101,46 @@ impl RunShared {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_some()
+    }
+
+    /// Sets `options.maxRedirects` for every context's requests.
+    pub fn set_max_redirects(&self, max: u32) {
+        let _ = self.max_redirects.set(max);
+    }
+
+    /// The redirects a request follows unless its `redirects` param says otherwise.
+    pub fn max_redirects(&self) -> u32 {
+        self.max_redirects
+            .get()
+            .copied()
+            .unwrap_or(crate::options::DEFAULT_MAX_REDIRECTS)
+    }
+
+    /// Keeps `setup()`'s return value (JSON text).
+    pub fn keep_setup_data(&self, json: String) {
+        let _ = self.setup_data.set(json);
+    }
+
+    /// `setup()`'s return value as JSON, if it returned one.
+    pub fn setup_data(&self) -> Option<&str> {
+        self.setup_data.get().map(String::as_str)
+    }
+
+    /// `setup()` or `teardown()` threw: the first reason is kept and the run is told to stop.
+    pub fn fail_stage(&self, reason: String) {
+        let mut failed = self.stage_error.lock().unwrap_or_else(|e| e.into_inner());
+        failed.get_or_insert(reason);
+        if let Some(stop) = self.stop.get() {
+            stop.stop();
+        }
+    }
+
+    /// Why `setup()` or `teardown()` threw, if one did.
+    pub fn stage_error(&self) -> Option<String> {
+        self.stage_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The run's stop signal, which `test.abort()` pulls.

@@ -6,7 +6,10 @@
 use crate::context::{evaluate, thrown, Script};
 use crate::host::Host;
 use crate::shared::RunShared;
-use barrage_engine::{ScriptResponse, ScriptedVu, StopSignal, VuEvent, VuFactory, VuInput, VuStep};
+use barrage_engine::{
+    Phase, ScriptResponse, ScriptedVu, SharedVuFactory, StopSignal, VuEvent, VuFactory, VuInput,
+    VuStep,
+};
 use barrage_plan::MetricKind;
 use barrage_script::runtime::{bounded_runtime, Deadline};
 use corosensei::stack::DefaultStack;
@@ -58,24 +61,78 @@ struct Shared {
     metrics: Vec<(String, MetricKind)>,
     next_vu: AtomicU64,
     exceptions: AtomicU64,
+    /// The functions the script exports.
+    functions: Vec<String>,
+    /// The function iterations call (the scenario's `exec`, `default` unless named).
+    exec: String,
+}
+
+/// What a VU's iterations call: the default function (with `setup()`'s data), or one of
+/// the stages k6 runs once around the test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Default,
+    Setup,
+    Teardown,
+}
+
+impl Role {
+    fn function(self) -> &'static str {
+        match self {
+            Role::Default => "default",
+            Role::Setup => "setup",
+            Role::Teardown => "teardown",
+        }
+    }
 }
 
 /// Creates the run's VUs (see [`VuFactory`]).
 #[derive(Debug, Clone)]
 pub struct K6Factory {
     shared: Arc<Shared>,
+    role: Role,
 }
 
 impl K6Factory {
-    pub(crate) fn new(script: Script, metrics: Vec<(String, MetricKind)>) -> Self {
+    pub(crate) fn new(
+        script: Script,
+        metrics: Vec<(String, MetricKind)>,
+        functions: Vec<String>,
+        exec: String,
+    ) -> Self {
         Self {
             shared: Arc::new(Shared {
                 script,
                 metrics,
                 next_vu: AtomicU64::new(1),
                 exceptions: AtomicU64::new(0),
+                functions,
+                exec,
             }),
+            role: Role::Default,
         }
+    }
+
+    /// Whether the script exports function `name`.
+    pub fn exports(&self, name: &str) -> bool {
+        self.shared.functions.iter().any(|f| f == name)
+    }
+
+    /// Why `setup()` or `teardown()` threw, if one did (k6 exits 107).
+    pub fn stage_error(&self) -> Option<String> {
+        self.shared.script.run.stage_error()
+    }
+
+    /// Calls the script's `handleSummary(data)` (`data`: k6's summary object as JSON), when
+    /// it exports one: the outputs it returned, by name (`stdout`, `stderr`, a file path).
+    pub fn handle_summary(&self, data: &str) -> Option<Result<crate::SummaryOutputs, String>> {
+        self.exports("handleSummary")
+            .then(|| crate::summary::handle_summary(&self.shared.script, data))
+    }
+
+    /// What `setup()` returned, as JSON.
+    pub fn setup_data(&self) -> Option<String> {
+        self.shared.script.run.setup_data().map(str::to_string)
     }
 
     /// Exceptions thrown by iterations so far.
@@ -94,27 +151,53 @@ impl VuFactory for K6Factory {
         self.shared.script.run.attach(Arc::clone(stop));
     }
 
+    fn phase(&self, phase: Phase) -> Option<SharedVuFactory> {
+        let role = match phase {
+            Phase::Setup => Role::Setup,
+            Phase::Teardown => Role::Teardown,
+        };
+        self.exports(role.function()).then(|| {
+            Arc::new(K6Factory {
+                shared: Arc::clone(&self.shared),
+                role,
+            }) as SharedVuFactory
+        })
+    }
+
     fn create(&self) -> Result<Box<dyn ScriptedVu>, String> {
-        let id = self.shared.next_vu.fetch_add(1, Ordering::Relaxed);
+        // k6's setup and teardown run as VU 0.
+        let id = match self.role {
+            Role::Default => self.shared.next_vu.fetch_add(1, Ordering::Relaxed),
+            Role::Setup | Role::Teardown => 0,
+        };
+        let role = self.role;
         let shared = Arc::clone(&self.shared);
         let events = Rc::new(RefCell::new(Vec::new()));
         let recorded = Rc::clone(&events);
         let stack = DefaultStack::new(VU_STACK).map_err(|e| format!("VU {id}: stack: {e}"))?;
         let mut coroutine: VuCoroutine =
             Coroutine::with_stack(stack, move |yielder: &Yielder<CoIn, CoOut>, _first| {
-                vu_body(yielder, &shared, id, recorded)
+                vu_body(yielder, &shared, (id, role), recorded)
             });
-        match coroutine.resume(CoIn::Exit) {
+        let made = match coroutine.resume(CoIn::Exit) {
             CoroutineResult::Yield(CoOut::Ready) => Ok(Box::new(K6Vu {
                 coroutine: Some(coroutine),
                 mid_iteration: false,
                 events,
-            })),
+            }) as Box<dyn ScriptedVu>),
             CoroutineResult::Yield(CoOut::Step(_)) => Err(format!("VU {id}: did not start")),
             CoroutineResult::Return(result) => {
                 Err(result.err().unwrap_or_else(|| format!("VU {id}: ended")))
             }
+        };
+        // As in k6, a VU whose init context fails ends the test (exit 107).
+        if let Err(problem) = &made {
+            self.shared
+                .script
+                .run
+                .fail_stage(format!("a VU could not be initialised: {problem}"));
         }
+        made
     }
 }
 
@@ -142,6 +225,11 @@ impl Host for VuHost {
         match yielder.suspend(CoOut::Step(step)) {
             CoIn::Engine(VuInput::Response(response)) => Some(response),
             CoIn::Engine(VuInput::Slept) => Some(ScriptResponse::default()),
+            // A jar's cookies travel as `(name, value)` headers.
+            CoIn::Engine(VuInput::Cookies(cookies)) => Some(ScriptResponse {
+                headers: cookies,
+                ..ScriptResponse::default()
+            }),
             CoIn::Engine(VuInput::Start { .. }) | CoIn::Cancel | CoIn::Exit => None,
         }
     }
@@ -182,7 +270,7 @@ impl Host for VuHost {
 fn vu_body(
     yielder: &Yielder<CoIn, CoOut>,
     shared: &Arc<Shared>,
-    id: u64,
+    (id, role): (u64, Role),
     events: Rc<RefCell<Vec<VuEvent>>>,
 ) -> Result<(), String> {
     let file = &shared.script.file;
@@ -204,9 +292,25 @@ fn vu_body(
     context.with(|ctx| {
         let exports = evaluate(&ctx, &shared.script, Rc::clone(&host), id)
             .map_err(|e| format!("VU {id}: {e}"))?;
+        let called = match role {
+            Role::Default => shared.exec.as_str(),
+            Role::Setup | Role::Teardown => role.function(),
+        };
         let default: Function = exports
-            .get("default")
+            .get(called)
             .map_err(|e| thrown(&ctx, file, e).to_string())?;
+        // `setup()`'s data, parsed once per VU (as k6 does).
+        let mut data: Option<Value> = None;
+        if role != Role::Default {
+            // k6 runs the stages in groups of their names (their checks are `::setup::...`).
+            let natives: rquickjs::Object = ctx
+                .globals()
+                .get("__k6")
+                .map_err(|e| thrown(&ctx, file, e).to_string())?;
+            natives
+                .set("groupPath", format!("{}::", role.function()))
+                .map_err(|e| thrown(&ctx, file, e).to_string())?;
+        }
         deadline.set(None);
         host.in_init.set(false);
         // What the init context left behind (cycles refcounting cannot free) goes now, not
@@ -226,11 +330,36 @@ fn vu_body(
             let _ = ctx.globals().set("__ITER", iteration as f64);
             host.iteration_in_test
                 .set(shared.script.run.next_iteration());
-            let ok = match default.call::<_, Value>(()) {
-                Ok(_) => true,
+            let argument = match (&data, shared.script.run.setup_data()) {
+                (Some(value), _) => value.clone(),
+                (None, Some(json)) if role != Role::Setup => {
+                    let value = ctx
+                        .json_parse(json)
+                        .unwrap_or_else(|_| Value::new_undefined(ctx.clone()));
+                    data = Some(value.clone());
+                    value
+                }
+                _ => Value::new_undefined(ctx.clone()),
+            };
+            let ok = match default.call::<_, Value>((argument,)) {
+                Ok(returned) => {
+                    if role == Role::Setup {
+                        keep_setup_data(&ctx, file, &shared.script.run, returned);
+                    }
+                    true
+                }
                 // `test.abort()`: the CLI reports the reason once.
                 Err(_) if shared.script.run.is_aborted() => {
                     let _ = ctx.catch();
+                    false
+                }
+                // A failed setup or teardown ends the test; the CLI reports it once.
+                Err(error) if role != Role::Default => {
+                    let problem = thrown(&ctx, file, error);
+                    shared
+                        .script
+                        .run
+                        .fail_stage(format!("{}() failed: {problem}", role.function()));
                     false
                 }
                 Err(error) => {
@@ -247,6 +376,25 @@ fn vu_body(
             input = yielder.suspend(CoOut::Step(VuStep::Done { ok }));
         }
     })
+}
+
+/// Keeps what `setup()` returned as JSON for the VUs and `teardown` (k6 serialises it the
+/// same way; a value JSON cannot hold fails the setup).
+fn keep_setup_data<'js>(ctx: &rquickjs::Ctx<'js>, file: &str, run: &RunShared, value: Value<'js>) {
+    if value.is_undefined() {
+        return;
+    }
+    match ctx.json_stringify(value) {
+        Ok(Some(text)) => match text.to_string() {
+            Ok(text) => run.keep_setup_data(text),
+            Err(e) => run.fail_stage(format!("setup() returned data that is not JSON: {e}")),
+        },
+        Ok(None) => {}
+        Err(e) => {
+            let problem = thrown(ctx, file, e);
+            run.fail_stage(format!("setup() returned data that is not JSON: {problem}"));
+        }
+    }
 }
 
 /// A VU as the engine drives it.

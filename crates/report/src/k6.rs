@@ -28,18 +28,32 @@ pub struct K6Summary {
 impl K6Summary {
     /// A threshold's observed value as shown (`p(95)=12.3ms`, `no data`).
     pub fn observed_text(&self, result: &ThresholdResult) -> String {
-        let metric = self
-            .metrics
-            .iter()
-            .chain(self.tag_metrics.iter())
-            .find(|m| {
-                let key = match &m.tag {
-                    Some(tag) => format!("{}{{tag:{tag}}}", m.name),
-                    None => m.name.clone(),
-                };
-                key == result.metric
-            });
-        observed(result, metric)
+        observed(result, self.metric_of_key(&result.metric))
+    }
+
+    /// The metric a threshold key names: `name`, `name{tag:T}`, or a k6 script's
+    /// `name{key:T}` (a request tag's value, see the k6 front end's `request_tags.rs`).
+    pub fn metric_of_key(&self, key: &str) -> Option<&MetricSummary> {
+        let (base, tag) = match key.split_once('{') {
+            Some((base, filter)) => {
+                let value = filter
+                    .trim_end_matches('}')
+                    .split_once(':')
+                    .map(|(_, v)| v.trim());
+                (base.trim(), value)
+            }
+            None => (key.trim(), None),
+        };
+        match tag {
+            None => self
+                .metrics
+                .iter()
+                .find(|m| m.name == base && m.tag.is_none()),
+            Some(tag) => self
+                .tag_metrics
+                .iter()
+                .find(|m| m.name == base && m.tag.as_deref() == Some(tag)),
+        }
     }
 
     /// A metric's statistic as shown: times as times, rates as percentages, data as bytes.
@@ -154,10 +168,15 @@ fn observed(result: &ThresholdResult, metric: Option<&MetricSummary>) -> String 
 
 /// `THRESHOLDS`: each metric with its rules, ✓ or ✗ and the observed value.
 pub fn render_thresholds(summary: &K6Summary, out: &mut String) {
+    render_thresholds_titled(summary, "THRESHOLDS", out);
+}
+
+/// [`render_thresholds`] under `title`.
+pub(crate) fn render_thresholds_titled(summary: &K6Summary, title: &str, out: &mut String) {
     if summary.thresholds.is_empty() {
         return;
     }
-    let _ = writeln!(out, "\n  THRESHOLDS\n");
+    let _ = writeln!(out, "\n  {title}\n");
     let mut last_metric: Option<&str> = None;
     for result in &summary.thresholds {
         if last_metric != Some(result.metric.as_str()) {
@@ -212,6 +231,11 @@ fn metric_line(metric: &MetricSummary, trend_stats: &[String], label_width: usiz
         None => metric.name.clone(),
     };
     let dots = ".".repeat((label_width + 3).saturating_sub(label.chars().count()));
+    format!("    {label}{dots}: {}", metric_values(metric, trend_stats))
+}
+
+/// A metric's values as its summary line shows them.
+pub(crate) fn metric_values(metric: &MetricSummary, trend_stats: &[String]) -> String {
     let v = |key: &str| metric.values.get(key).copied();
     let values = match metric.kind {
         MetricKind::Trend => trend_stats
@@ -251,7 +275,7 @@ fn metric_line(metric: &MetricSummary, trend_stats: &[String], label_width: usiz
             None => "-".into(),
         },
     };
-    format!("    {label}{dots}: {values}")
+    values
 }
 
 /// Every metric: built-in `http_*`, execution, then custom ones.
@@ -293,12 +317,14 @@ mod tests {
                 fatal: false,
                 passed: 90,
                 failed: 10,
+                failed_values: Vec::new(),
             },
             CheckCounts {
                 name: "has body".into(),
                 fatal: false,
                 passed: 100,
                 failed: 0,
+                failed_values: Vec::new(),
             },
         ];
         let tags = vec!["GET /".to_string()];

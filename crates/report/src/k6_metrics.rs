@@ -196,6 +196,27 @@ impl MetricSummary {
     }
 }
 
+/// k6's built-in metric names; every other metric of the summary is a custom one.
+pub(crate) const BUILT_IN_METRICS: [&str; 17] = [
+    "http_reqs",
+    "http_req_duration",
+    "http_req_failed",
+    "http_req_blocked",
+    "http_req_connecting",
+    "http_req_tls_handshaking",
+    "http_req_sending",
+    "http_req_waiting",
+    "http_req_receiving",
+    "data_sent",
+    "data_received",
+    "iterations",
+    "iteration_duration",
+    "vus",
+    "vus_max",
+    "checks",
+    "dropped_iterations",
+];
+
 /// The default Trend columns, k6's plus p(99).
 pub const DEFAULT_TREND_STATS: [Aggregation; 7] = [
     Aggregation::Avg,

@@ -13,6 +13,8 @@ mod hey;
 mod html;
 mod junit;
 mod k6;
+mod k6_data;
+mod k6_layout;
 mod k6_metrics;
 mod recorded;
 mod run;
@@ -28,10 +30,12 @@ pub use html::{
 };
 pub use junit::render_junit;
 pub use k6::{format_ms, K6Summary};
+pub use k6_data::{k6_summary_data, K6DataShape};
+pub use k6_layout::render_k6_v1;
 pub use k6_metrics::{
     find_metric, k6_metrics, K6Metric, K6Values, MetricSummary, DEFAULT_TREND_STATS,
 };
-pub use run::{render_run, segments_line};
+pub use run::{render_k6_run, render_run, segments_line};
 pub use self_check::{
     LagPercentiles, SelfCheckSummary, BUSY_MACHINE_WAIT_PERCENT, CPU_LIMIT, LAG_P99_LIMIT_US,
     STALL_SHARE_LIMIT,

@@ -28,6 +28,15 @@ fn status_codes(codes: &std::collections::BTreeMap<u16, u64>) -> String {
 
 /// Renders a scenario run's summary.
 pub fn render_run(summary: &Summary) -> String {
+    render_run_as(summary, false)
+}
+
+/// Renders a k6 script's run: the k6 sections in k6 v1's layout (see `k6_layout.rs`).
+pub fn render_k6_run(summary: &Summary) -> String {
+    render_run_as(summary, true)
+}
+
+fn render_run_as(summary: &Summary, k6_v1: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -93,10 +102,14 @@ pub fn render_run(summary: &Summary) -> String {
         let _ = writeln!(out, "{}", segments_line(segments));
     }
 
-    crate::k6::render_thresholds(&summary.k6, &mut out);
-    crate::k6::render_checks(&summary.checks, &mut out);
-    crate::recorded::render(summary, &mut out);
-    crate::k6::render_metrics(&summary.k6, &mut out);
+    if k6_v1 {
+        crate::k6_layout::render_k6_v1(&summary.k6, &summary.checks, summary.total_s, &mut out);
+    } else {
+        crate::k6::render_thresholds(&summary.k6, &mut out);
+        crate::k6::render_checks(&summary.checks, &mut out);
+        crate::recorded::render(summary, &mut out);
+        crate::k6::render_metrics(&summary.k6, &mut out);
+    }
 
     let header = [
         "tag", "count", "rate/s", "min", "p50", "p90", "p95", "p99", "p99.9", "max", "errors",
@@ -263,6 +276,7 @@ mod tests {
             fatal: true,
             passed: 97,
             failed: 1,
+            failed_values: Vec::new(),
         });
         info.planned_arrivals = Some(PlannedArrivals {
             expected: 100.0,

@@ -26,6 +26,8 @@ pub mod exit {
     pub const RUNTIME: i32 = 1;
     pub const USAGE: i32 = 2;
     pub const THRESHOLDS_FAILED: i32 = 99;
+    /// A k6 script's init context, `setup()` or `teardown()` threw (k6's code).
+    pub const SCRIPT_ERROR: i32 = 107;
     /// A k6 script called `test.abort()` (k6's code).
     pub const SCRIPT_ABORTED: i32 = 108;
     /// `barrage compare --fail-on`: a figure regressed past a rule.

@@ -8,15 +8,15 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-const LIMIT: Duration = Duration::from_secs(60);
+pub(crate) const LIMIT: Duration = Duration::from_secs(60);
 
-fn k6_script(name: &str, target: &Target, body: &str) -> PathBuf {
+pub(crate) fn k6_script(name: &str, target: &Target, body: &str) -> PathBuf {
     let text = body.replace("BASE", &format!("http://{}", target.addr));
     scratch_file(name, text.as_bytes())
 }
 
 /// `barrage run SCRIPT --json FILE ARGS...`: the output and the JSON summary (when written).
-fn run_k6(script: &Path, args: &[&str]) -> (Output, Option<Value>) {
+pub(crate) fn run_k6(script: &Path, args: &[&str]) -> (Output, Option<Value>) {
     let json = scratch_file("k6-summary.json", b"");
     let mut all = vec![
         "run",
@@ -32,7 +32,7 @@ fn run_k6(script: &Path, args: &[&str]) -> (Output, Option<Value>) {
     (out, summary)
 }
 
-fn check_counts(summary: &Value, name: &str) -> (u64, u64) {
+pub(crate) fn check_counts(summary: &Value, name: &str) -> (u64, u64) {
     let check = summary["checks"]
         .as_array()
         .unwrap()
@@ -42,7 +42,7 @@ fn check_counts(summary: &Value, name: &str) -> (u64, u64) {
     (u(check, "passed"), u(check, "failed"))
 }
 
-fn metric<'a>(summary: &'a Value, name: &str) -> &'a Value {
+pub(crate) fn metric<'a>(summary: &'a Value, name: &str) -> &'a Value {
     summary["metrics"]
         .as_array()
         .unwrap()

@@ -41,6 +41,23 @@ pub(crate) enum Assignment {
     Recorded(RecordedShare),
 }
 
+impl Assignment {
+    /// The VUs this worker starts with (k6 initialises them before the test): a closed
+    /// model's VUs, a ramp's peak share, an arrival pool's pre-allocated ones.
+    pub(crate) fn initial_vus(&self) -> u64 {
+        match self {
+            Assignment::Closed { vus }
+            | Assignment::ArrivalRate { vus, .. }
+            | Assignment::PerVuIterations { vus, .. } => *vus,
+            Assignment::RampingVus(share) => {
+                share.share_of(share.schedule.peak().floor().max(0.0) as u64)
+            }
+            Assignment::ArrivalPool(share) => share.pre_allocated,
+            Assignment::Open(_) | Assignment::Recorded(_) => 0,
+        }
+    }
+}
+
 /// A worker's share: what it runs and how many iterations it may start (count-bounded runs).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Share {

@@ -11,8 +11,9 @@ use tokio::sync::Notify;
 /// A virtual user: runs iterations back to back on one client.
 pub(crate) struct VirtualUser {
     pub(crate) client: Client,
-    /// Scripted runs: the VU's script, created on its first iteration (`Err`: creating it
-    /// failed, every iteration then fails at once).
+    /// Scripted runs: the VU's script, taken from the worker's VUs made before the run (or
+    /// made at its first iteration beyond them; `Err`: making it failed, every iteration
+    /// then fails at once).
     scripted: Option<Result<Box<dyn ScriptedVu>, ()>>,
     iterations: u32,
     busy: Duration,
@@ -64,12 +65,19 @@ impl VirtualUser {
     async fn run(&mut self, worker: &Worker, start: Instant) -> Instant {
         let Some(factory) = &worker.run.control.scripted else {
             let session = worker.run.plan.pick_session(&mut self.client.rng);
-            return self.client.run_iteration(worker, session, start).await;
+            // Inline requests: a VU's future holds them either way (it loops iterations).
+            return self
+                .client
+                .run_iteration::<crate::client::Inline>(worker, session, start)
+                .await;
         };
         let scripted = self.scripted.get_or_insert_with(|| {
-            factory
-                .create()
-                .map_err(|problem| eprintln!("barrage: a VU could not start: {problem}"))
+            let prepared = worker.prepared_vus.borrow_mut().pop();
+            prepared.map(Ok).unwrap_or_else(|| {
+                factory
+                    .create()
+                    .map_err(|problem| eprintln!("barrage: a VU could not start: {problem}"))
+            })
         });
         match scripted {
             Ok(vu) => {

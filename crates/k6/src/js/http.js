@@ -92,8 +92,37 @@ export function request(method, url, body, params) {
       payload = String(body);
     }
   }
-  return N.request(Response.prototype, String(method).toUpperCase(), String(url), payload, headers,
-    timeoutMillis(params.timeout));
+  if (params.responseCallback !== undefined) unsupported("params.responseCallback")();
+  if (params.jar !== undefined && params.jar !== null && params.jar !== vuJar) {
+    throw new Error("params.jar: only the VU's jar (http.cookieJar()) is supported by barrage yet");
+  }
+  const cookies = params.cookies || {};
+  const pairs = [];
+  for (const name of Object.keys(cookies)) {
+    const c = cookies[name];
+    const value = c !== null && typeof c === "object" ? c.value : c;
+    pairs.push(name + "=" + String(value));
+  }
+  if (pairs.length) headers.push("Cookie", pairs.join("; "));
+  const redirects = params.redirects === undefined || params.redirects === null
+    ? -1 : Number(params.redirects);
+  const verb = String(method).toUpperCase();
+  const href = String(url);
+  return N.request(Response.prototype, verb, href, payload, headers,
+    [timeoutMillis(params.timeout), redirects, N.tagKey === null ? 0 : tagIndex(params, verb, href)]);
+}
+
+// The plan's request tag of a request (see request_tags.rs): its value of the tag key the
+// thresholds filter on, k6's `name` and `url` defaulting to the URL.
+function tagIndex(params, verb, href) {
+  const own = params.tags || {};
+  const key = N.tagKey;
+  let value = own[key];
+  if (value === undefined) {
+    if (key === "name" || key === "url") value = href;
+    else if (key === "method") value = verb;
+  }
+  return value === undefined ? 0 : N.tagValues.indexOf(String(value)) + 1;
 }
 
 export function get(url, params) { return request("GET", url, null, params); }
@@ -104,4 +133,83 @@ export function put(url, body, params) { return request("PUT", url, body, params
 export function patch(url, body, params) { return request("PATCH", url, body, params); }
 export function del(url, body, params) { return request("DELETE", url, body, params); }
 
-export default { request, get, head, options, post, put, patch, del, Response };
+// http.batch: entries are URLs (GET), [method, url, body, params] arrays or
+// {method, url, body, params} objects; an array gives an array of responses, an object an
+// object of them by key. The requests are sent one after another on the VU's connection
+// (k6 sends them in parallel: the same requests, checks and counts, a longer iteration).
+function batchEntry(entry) {
+  if (typeof entry === "string") return request("GET", entry, null, undefined);
+  if (Array.isArray(entry)) return request(entry[0], entry[1], entry[2], entry[3]);
+  if (entry !== null && typeof entry === "object") {
+    return request(entry.method || "GET", entry.url, entry.body, entry.params);
+  }
+  throw new TypeError("http.batch: a request is a URL, an array or an object, not " + entry);
+}
+
+export function batch(requests) {
+  if (Array.isArray(requests)) return requests.map(batchEntry);
+  if (requests !== null && typeof requests === "object") {
+    const responses = {};
+    for (const key of Object.keys(requests)) responses[key] = batchEntry(requests[key]);
+    return responses;
+  }
+  throw new TypeError("http.batch takes an array or an object of requests");
+}
+
+// The VU's cookie jar (the engine keeps it, fresh each iteration, fed by every response).
+function cookieAttributes(options) {
+  const o = options || {};
+  let text = "";
+  if (o.domain) text += "; Domain=" + o.domain;
+  if (o.path) text += "; Path=" + o.path;
+  if (o.expires) text += "; Expires=" + o.expires;
+  if (o.max_age !== undefined && o.max_age !== null) text += "; Max-Age=" + Number(o.max_age);
+  if (o.secure) text += "; Secure";
+  if (o.http_only) text += "; HttpOnly";
+  return text;
+}
+
+const vuJar = {
+  set(url, name, value, options) {
+    N.jar("set", [String(url), String(name), String(value), cookieAttributes(options)]);
+  },
+  cookiesForURL(url) {
+    const pairs = N.jar("get", [String(url)]);
+    const cookies = {};
+    for (let i = 0; i + 1 < pairs.length; i += 2) {
+      (cookies[pairs[i]] = cookies[pairs[i]] || []).push(pairs[i + 1]);
+    }
+    return cookies;
+  },
+  // As k6 does: an expired cookie of that name set at the URL (so at its default path).
+  delete(url, name) {
+    if (name === undefined || name === null || name === "") throw new Error("cookie: is null");
+    N.jar("set", [String(url), String(name), "", "; Max-Age=-1"]);
+  },
+  clear(url) {
+    for (const name of Object.keys(this.cookiesForURL(url))) this.delete(url, name);
+  },
+};
+
+export function cookieJar() { return vuJar; }
+
+export class CookieJar {
+  constructor() {
+    throw new Error("new http.CookieJar() is not supported by barrage yet (use the VU's jar, http.cookieJar())");
+  }
+}
+
+// What decides http_req_failed is not configurable yet: these say so instead of doing
+// nothing (barrage counts errors and statuses >= 400 as failed, k6's default).
+function unsupported(name) {
+  return function () {
+    throw new Error(name + " is not supported by barrage yet (failed requests are errors and statuses >= 400, k6's default)");
+  };
+}
+export const expectedStatuses = unsupported("http.expectedStatuses");
+export const setResponseCallback = unsupported("http.setResponseCallback");
+
+export default {
+  request, get, head, options, post, put, patch, del, batch, expectedStatuses, setResponseCallback,
+  cookieJar, CookieJar, Response,
+};

@@ -6,27 +6,6 @@ use super::escape;
 use crate::{K6Summary, Summary};
 use std::fmt::Write;
 
-/// k6's built-in metric names; every other metric of the summary is a custom one.
-const BUILT_IN: [&str; 17] = [
-    "http_reqs",
-    "http_req_duration",
-    "http_req_failed",
-    "http_req_blocked",
-    "http_req_connecting",
-    "http_req_tls_handshaking",
-    "http_req_sending",
-    "http_req_waiting",
-    "http_req_receiving",
-    "data_sent",
-    "data_received",
-    "iterations",
-    "iteration_duration",
-    "vus",
-    "vus_max",
-    "checks",
-    "dropped_iterations",
-];
-
 /// Whether no request got a response although some were sent (exit code 1).
 pub fn unanswered(summary: &Summary) -> bool {
     summary.responses == 0 && summary.requests + summary.interrupted_requests > 0
@@ -151,7 +130,7 @@ pub fn custom_metrics(k6: &K6Summary) -> String {
     let custom: Vec<_> = k6
         .metrics
         .iter()
-        .filter(|m| !BUILT_IN.contains(&m.name.as_str()))
+        .filter(|m| !crate::k6_metrics::BUILT_IN_METRICS.contains(&m.name.as_str()))
         .collect();
     if custom.is_empty() {
         return "<p>The plan defines no custom metrics.</p>".into();
