@@ -3,7 +3,7 @@
 //! step by step, exactly, and are judged again on the merged windows.
 
 use crate::measure::{Counts, Measure};
-use crate::search::{conclude_levels, Level, Search};
+use crate::search::{conclude_levels, Level, Outcome, Search};
 use barrage_metrics::LatencyHistogram;
 use barrage_results::ResultsFile;
 
@@ -55,7 +55,12 @@ pub fn merge(parts: &[Search]) -> Result<Search, String> {
             Level::judge(level.load, level.role, runs, &first.config)
         })
         .collect();
-    Ok(conclude_levels(first.config.clone(), levels))
+    let mut merged = conclude_levels(first.config.clone(), levels);
+    // A segment stopped by a signal leaves the merged search unfinished too.
+    if parts.iter().any(|p| p.outcome == Outcome::Stopped) {
+        merged.mark_stopped();
+    }
+    Ok(merged)
 }
 
 fn merge_runs<'a>(runs: impl Iterator<Item = &'a Measure>, search: &Search) -> Measure {
@@ -64,7 +69,9 @@ fn merge_runs<'a>(runs: impl Iterator<Item = &'a Measure>, search: &Search) -> M
     let mut worst: Option<&Measure> = None;
     let mut load = 0.0;
     let mut started = u64::MAX;
+    let mut overrun_ms = 0;
     for run in runs {
+        overrun_ms = overrun_ms.max(run.overrun_ms);
         histogram.merge(&run.histogram());
         counts.requests += run.requests;
         counts.responses += run.responses;
@@ -84,12 +91,15 @@ fn merge_runs<'a>(runs: impl Iterator<Item = &'a Measure>, search: &Search) -> M
     if let Some(w) = worst {
         generator.fd_errors = w.generator.fd_errors;
     }
-    Measure::from_histogram(
+    let mut merged = Measure::from_histogram(
         load,
         started,
         &histogram,
         counts,
         search.config.window.measure_s as f64,
         generator,
-    )
+    );
+    // A part that ran past its slot makes the merged run one of steps that did not line up.
+    merged.overrun_ms = overrun_ms;
+    merged
 }

@@ -25,7 +25,7 @@ pub mod slo;
 pub use growth::Growth;
 pub use measure::{Counts, GeneratorCheck, Measure, Window};
 pub use search::{
-    search, Band, Config, ConfigError, Level, LoadKind, Role, Search, StepRunner, Verdict,
+    search, Band, Config, ConfigError, Level, LoadKind, Outcome, Role, Search, StepRunner, Verdict,
 };
 pub use slo::Slo;
 

@@ -76,6 +76,10 @@ pub struct Measure {
     /// across repeats and segments.
     pub latency: String,
     pub generator: GeneratorCheck,
+    /// Segments step on a wall-clock grid: how long after its slot's end this run ended
+    /// (0: within its slot). Past it, the segments' steps no longer line up.
+    #[serde(default)]
+    pub overrun_ms: u64,
 }
 
 impl Measure {
@@ -160,6 +164,7 @@ impl Measure {
             max_us: latency.max_micros(),
             latency: base64::engine::general_purpose::STANDARD.encode(&encoded),
             generator,
+            overrun_ms: 0,
         }
     }
 

@@ -5,9 +5,9 @@ use crate::search::{Level, Role, Search};
 use std::fmt::Write;
 
 /// The JSON document's format version.
-pub const JSON_FORMAT: u32 = 1;
+pub const JSON_FORMAT: u32 = 2;
 
-/// The search as JSON: `{"format": 1, "search": ...}`.
+/// The search as JSON: `{"format": 2, "capacity": ...}` (2: the search has its `outcome`).
 pub fn json(search: &Search) -> serde_json::Value {
     serde_json::json!({ "format": JSON_FORMAT, "capacity": search })
 }
@@ -131,6 +131,14 @@ pub fn text(search: &Search) -> String {
     for l in &search.levels {
         if let Some(limit) = &l.generator_limit {
             let _ = writeln!(out, "  at {}: {}", c.kind.text(l.load), limit.reason);
+        }
+        if l.merged.overrun_ms > 0 {
+            let _ = writeln!(
+                out,
+                "  at {}: OVERRAN its wall-clock slot by {:.1} s",
+                c.kind.text(l.load),
+                l.merged.overrun_ms as f64 / 1e3
+            );
         }
     }
     out

@@ -213,7 +213,8 @@ impl Level {
                 untrusted: Vec::new(),
             });
         let started = runs.first().map_or(0, |r| r.started_at_unix_ns);
-        let merged = Measure::from_histogram(load, started, &histogram, counts, seconds, worst);
+        let mut merged = Measure::from_histogram(load, started, &histogram, counts, seconds, worst);
+        merged.overrun_ms = runs.iter().map(|r| r.overrun_ms).max().unwrap_or(0);
         let breaches = config.slo.breaches(&Observed {
             latency: &histogram,
             requests: counts.requests,
@@ -255,6 +256,17 @@ pub enum Verdict {
     BrokenAtStart,
 }
 
+/// How a search ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// It ran to its verdict.
+    #[default]
+    Finished,
+    /// A stop signal ended it: the steps done so far, no verdict to go green on.
+    Stopped,
+}
+
 /// A finished search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Search {
@@ -270,6 +282,9 @@ pub struct Search {
     pub conclusion: String,
     /// What to change when the generator was the limit.
     pub fix: Option<String>,
+    /// Finished, or stopped by a signal (files written before this field read as finished).
+    #[serde(default)]
+    pub outcome: Outcome,
 }
 
 impl Search {
@@ -280,6 +295,14 @@ impl Search {
     /// The knee's load (0 when nothing met the SLO).
     pub fn capacity(&self) -> f64 {
         self.knee_level().map_or(0.0, |l| l.load)
+    }
+
+    /// A stop signal ended the search: said in its outcome and its conclusion.
+    pub fn mark_stopped(&mut self) {
+        if self.outcome != Outcome::Stopped {
+            self.outcome = Outcome::Stopped;
+            self.conclusion = format!("stopped before the end: {}", self.conclusion);
+        }
     }
 }
 
@@ -336,7 +359,7 @@ pub fn ladder<R: StepRunner>(
     }
     let mut found = conclude_levels(config, levels);
     if runner.stopped() {
-        found.conclusion = format!("stopped before the end: {}", found.conclusion);
+        found.mark_stopped();
     }
     Ok(found)
 }
@@ -407,7 +430,7 @@ pub fn search<R: StepRunner>(
     }
     let mut found = conclude(config, levels, good, bad);
     if stopped {
-        found.conclusion = format!("stopped before the end: {}", found.conclusion);
+        found.mark_stopped();
     }
     Ok(found)
 }
@@ -519,6 +542,14 @@ fn conclude(config: Config, levels: Vec<Level>, good: Option<f64>, bad: Option<f
         ),
         (None, None, _) => (Verdict::HeldToMax, "no step was run".to_string(), None),
     };
+    let conclusion = match levels.iter().find(|l| l.merged.overrun_ms > 0) {
+        Some(l) => format!(
+            "{conclusion}. WARNING: the step at {} ran {:.1} s past its wall-clock slot: the segments' steps drift apart from there on, and merged steps mix loads (give every step more time, or look at the slowest segment)",
+            kind.text(l.load),
+            l.merged.overrun_ms as f64 / 1e3
+        ),
+        None => conclusion,
+    };
     Search {
         config,
         levels,
@@ -527,5 +558,6 @@ fn conclude(config: Config, levels: Vec<Level>, good: Option<f64>, bad: Option<f
         first_bad,
         conclusion,
         fix,
+        outcome: Outcome::Finished,
     }
 }

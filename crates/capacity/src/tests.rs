@@ -16,6 +16,8 @@ struct Model {
     generator_cpu_at: Vec<f64>,
     /// Runs to answer with a fluke breach (their index).
     flukes: Vec<usize>,
+    /// A stop signal comes during this run (its index).
+    stop_at: Option<usize>,
     runs: usize,
 }
 
@@ -28,6 +30,7 @@ impl Model {
             generator_cpu_from: None,
             generator_cpu_at: Vec::new(),
             flukes: Vec::new(),
+            stop_at: None,
             runs: 0,
         }
     }
@@ -49,6 +52,9 @@ fn quiet_generator() -> GeneratorCheck {
 
 impl StepRunner for Model {
     type Error = String;
+    fn stopped(&self) -> bool {
+        self.stop_at.is_some_and(|at| self.runs > at)
+    }
     fn run_step(&mut self, load: f64) -> Result<Measure, String> {
         let run = self.runs;
         self.runs += 1;
@@ -366,4 +372,82 @@ fn the_html_page_draws_the_curve_and_the_json_reads_back() {
     let json = render::json(&found);
     let back: Search = serde_json::from_value(json["capacity"].clone()).unwrap();
     assert_eq!(back, found);
+}
+
+#[test]
+fn a_stopped_search_says_so_in_its_outcome_and_old_files_read_as_finished() {
+    let cfg = config(LoadKind::Rate, 100.0, "x2", 10_000.0);
+    let mut model = Model::new(1000.0);
+    model.stop_at = Some(2);
+    let stopped = search(cfg.clone(), &mut model, |_| {}).unwrap();
+    assert_eq!(stopped.outcome, Outcome::Stopped);
+    assert_eq!(
+        stopped.levels.len(),
+        2,
+        "the step a signal cut short is not judged"
+    );
+    assert!(stopped.conclusion.starts_with("stopped before the end: "));
+    let finished = search(cfg.clone(), &mut Model::new(1000.0), |_| {}).unwrap();
+    assert_eq!(finished.outcome, Outcome::Finished);
+    // A search written before the outcome was kept reads as finished.
+    let mut old = serde_json::to_value(&finished).unwrap();
+    old.as_object_mut().unwrap().remove("outcome");
+    let back: Search = serde_json::from_value(old).unwrap();
+    assert_eq!(back, finished);
+    // A segment stopped by a signal leaves the merged search stopped, said once.
+    let mut parts = Vec::new();
+    for stop_at in [None, Some(2)] {
+        let mut model = Model::new(500.0);
+        model.stop_at = stop_at;
+        parts.push(search::ladder(cfg.clone(), &mut model, |_| {}).unwrap());
+    }
+    parts[0].levels.truncate(2);
+    let merged = file::merge(&parts).unwrap();
+    assert_eq!(merged.outcome, Outcome::Stopped);
+    assert_eq!(
+        merged.conclusion.matches("stopped before the end").count(),
+        1
+    );
+}
+
+#[test]
+fn a_segment_step_past_its_slot_is_marked_in_the_merged_search() {
+    let cfg = config(LoadKind::Rate, 100.0, "x2", 1600.0);
+    let mut parts: Vec<Search> = (0..2)
+        .map(|_| search::ladder(cfg.clone(), &mut Model::new(500.0), |_| {}).unwrap())
+        .collect();
+    let clean = file::merge(&parts).unwrap();
+    assert!(clean.levels.iter().all(|l| l.merged.overrun_ms == 0));
+    assert!(
+        !clean.conclusion.contains("WARNING"),
+        "{}",
+        clean.conclusion
+    );
+    // Segment 2's second step (200/s) ended 1.5 s after its slot.
+    parts[1].levels[1].runs[0].overrun_ms = 1500;
+    let merged = file::merge(&parts).unwrap();
+    assert_eq!(merged.levels[1].merged.overrun_ms, 1500);
+    assert_eq!(merged.levels[1].runs[0].overrun_ms, 1500);
+    assert_eq!(merged.levels[0].merged.overrun_ms, 0);
+    assert!(
+        merged
+            .conclusion
+            .contains("WARNING: the step at 200/s ran 1.5 s past its wall-clock slot"),
+        "{}",
+        merged.conclusion
+    );
+    let text = render::text(&merged);
+    assert!(
+        text.contains("at 200/s: OVERRAN its wall-clock slot by 1.5 s"),
+        "{text}"
+    );
+    // The mark survives the results file (JSON of the search) and older files read as 0.
+    let back: Search = serde_json::from_value(serde_json::to_value(&merged).unwrap()).unwrap();
+    assert_eq!(back.levels[1].merged.overrun_ms, 1500);
+    let mut old = serde_json::to_value(&clean.levels[0].runs[0]).unwrap();
+    old.as_object_mut().unwrap().remove("overrun_ms");
+    assert_eq!(
+        serde_json::from_value::<Measure>(old).unwrap().overrun_ms,
+        0
+    );
 }

@@ -11,7 +11,7 @@ use crate::usage::{exit, usage};
 use crate::{overrides::Overrides, record, scenario, values};
 use anyhow::Context;
 use barrage_capacity::{
-    render, search, Config, Growth, LoadKind, Measure, Search, Slo, StepRunner, Window,
+    render, search, Config, Growth, LoadKind, Measure, Outcome, Search, Slo, StepRunner, Window,
 };
 use barrage_plan::{Admission, Bound, Plan, Stages};
 use barrage_results::ResultsFile;
@@ -230,9 +230,8 @@ impl StepRunner for EngineSteps {
         let length = Duration::from_secs(self.window.warmup_s + self.window.measure_s);
         let plan = step_plan(&self.base, load, length, self.drain);
         plan.validate().map_err(|e| usage(e.to_string()))?;
-        let start_at = self
-            .grid
-            .map(|(first, slot)| first + slot * self.steps.len() as u32);
+        let run_index = self.steps.len() as u32;
+        let start_at = self.grid.map(|(first, slot)| first + slot * run_index);
         let context = RunContext {
             command: "capacity",
             script: self.script.clone(),
@@ -249,13 +248,21 @@ impl StepRunner for EngineSteps {
         if results.meta.interrupted || finished.interrupted_twice {
             self.stopped = true;
         }
-        let measure = Measure::of(
+        let mut measure = Measure::of(
             load,
             results.meta.started_at_unix_ns,
             &results.metrics,
             self.window,
             self.drain,
         );
+        if let Some((first, slot)) = self.grid {
+            // The run ended after its slot (a late start, or a slow end): the next steps start
+            // late and no longer line up with the other segments'.
+            let slot_end = first + slot * (run_index + 1);
+            if let Ok(over) = SystemTime::now().duration_since(slot_end) {
+                measure.overrun_ms = (over.as_millis() as u64).max(1);
+            }
+        }
         self.steps.push(results);
         Ok(measure)
     }
@@ -352,11 +359,14 @@ pub fn capacity_command(args: &CapacityArgs) -> anyhow::Result<i32> {
     let on_level = |level: &barrage_capacity::Level| {
         eprintln!("{}", render::level_line(kind, level));
     };
-    let found = if segmented {
+    let mut found = if segmented {
         barrage_capacity::search::ladder(config, &mut runner, on_level)?
     } else {
         search(config, &mut runner, on_level)?
     };
+    if runner.stopped {
+        found.mark_stopped();
+    }
     crate::print_out(&render::text(&found))?;
     if let Some((path, mut file)) = json_out {
         let text = serde_json::to_string_pretty(&render::json(&found))?;
@@ -365,10 +375,8 @@ pub fn capacity_command(args: &CapacityArgs) -> anyhow::Result<i32> {
     }
     let results = search_results(&base, &runner.steps, &found)?;
     write_outputs(&args.record, files, &results, &found)?;
-    if runner.stopped {
-        // Not finished: no verdict to go green on.
+    if found.outcome == Outcome::Stopped {
         eprintln!("error: the capacity search was stopped before its end");
-        return Ok(exit::RUNTIME);
     }
     Ok(exit_code(&found))
 }
@@ -430,8 +438,12 @@ fn write_outputs(
 }
 
 /// 0 when the search found the target's capacity or the SLO held to the end; 1 when the
-/// generator was the limit (its knee is not the target's); 99 when the SLO broke at once.
+/// generator was the limit (its knee is not the target's) or a signal stopped the search
+/// (not finished: no verdict to go green on); 99 when the SLO broke at once.
 pub fn exit_code(found: &Search) -> i32 {
+    if found.outcome == Outcome::Stopped {
+        return exit::RUNTIME;
+    }
     match found.verdict {
         barrage_capacity::Verdict::TargetCapacity | barrage_capacity::Verdict::HeldToMax => {
             exit::OK

@@ -37,6 +37,8 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX runs_by_script ON runs (script);",
     // 3: the generator self-check's verdict (NULL for runs recorded before it).
     "ALTER TABLE runs ADD COLUMN trustworthy INTEGER;",
+    // 4: a capacity search's knee, its load as text (NULL for other runs).
+    "ALTER TABLE runs ADD COLUMN knee TEXT;",
 ];
 
 /// The database to use: `--history`, else `$BARRAGE_HISTORY`, else the user's data directory.
@@ -92,6 +94,62 @@ fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The figures a row shows: a run's totals, or the knee of a capacity search (its load,
+/// throughput and percentiles — what the search found, not its steps added up).
+struct Headline {
+    requests: u64,
+    errors: u64,
+    rps: f64,
+    p50_ms: f64,
+    p95_ms: f64,
+    p99_ms: f64,
+    duration_s: f64,
+    passed: bool,
+    knee: Option<String>,
+}
+
+impl Headline {
+    fn of(results: &ResultsFile, summary: &Summary) -> Headline {
+        let ms = |p: f64| summary.latency.percentile(p).unwrap_or(0) as f64 / 1e3;
+        let run = Headline {
+            requests: summary.requests,
+            errors: summary.errors,
+            rps: summary.requests_per_second,
+            p50_ms: ms(50.0),
+            p95_ms: ms(95.0),
+            p99_ms: ms(99.0),
+            duration_s: summary.total_s,
+            passed: barrage_report::passed(results, summary),
+            knee: None,
+        };
+        let Some(Ok(search)) = barrage_capacity::file::of(results) else {
+            return run;
+        };
+        let passed = crate::capacity_cmd::exit_code(&search) == crate::usage::exit::OK;
+        match search.knee_level() {
+            Some(knee) => {
+                let k = &knee.merged;
+                Headline {
+                    requests: k.requests,
+                    errors: k.failed,
+                    rps: k.throughput,
+                    p50_ms: k.p50_us as f64 / 1e3,
+                    p95_ms: k.p95_us as f64 / 1e3,
+                    p99_ms: k.p99_us as f64 / 1e3,
+                    duration_s: (search.config.window.measure_s as usize * knee.runs.len()) as f64,
+                    passed,
+                    knee: Some(search.config.kind.text(knee.load)),
+                }
+            }
+            None => Headline {
+                passed,
+                knee: Some("none".into()),
+                ..run
+            },
+        }
+    }
+}
+
 /// Records one run; returns its id.
 pub fn record(
     path: &Path,
@@ -101,29 +159,30 @@ pub fn record(
 ) -> anyhow::Result<i64> {
     let conn = open(path)?;
     let meta = &results.meta;
-    let ms = |p: f64| summary.latency.percentile(p).unwrap_or(0) as f64 / 1e3;
+    let row = Headline::of(results, summary);
     conn.execute(
         "INSERT INTO runs (started_at_unix_s, script, target, requests, rps, p95_ms, passed,
                            results_path, name, command, overrides, errors, p50_ms, p99_ms, duration_s,
-                           trustworthy)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                           trustworthy, knee)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
         params![
             (meta.started_at_unix_ns / 1_000_000_000) as i64,
             meta.script,
             meta.target,
-            summary.requests as i64,
-            summary.requests_per_second,
-            ms(95.0),
-            barrage_report::passed(results, summary),
+            row.requests as i64,
+            row.rps,
+            row.p95_ms,
+            row.passed,
             results_path.map(|p| p.display().to_string()),
             meta.name,
             meta.command,
             serde_json::to_string(&meta.overrides)?,
-            summary.errors as i64,
-            ms(50.0),
-            ms(99.0),
-            summary.total_s,
+            row.errors as i64,
+            row.p50_ms,
+            row.p99_ms,
+            row.duration_s,
             summary.trustworthy,
+            row.knee,
         ],
     )?;
     Ok(conn.last_insert_rowid())
@@ -147,10 +206,13 @@ pub struct Run {
     pub results_path: Option<String>,
     /// The generator self-check's verdict (`None`: recorded before it was kept).
     pub trustworthy: Option<bool>,
+    /// A capacity search's knee (its load; "none" when no step met the SLO); the row's
+    /// figures are then the knee's.
+    pub knee: Option<String>,
 }
 
 const COLUMNS: &str = "id, started_at_unix_s, name, script, target, requests, errors, rps, \
-                       p50_ms, p95_ms, p99_ms, passed, results_path, trustworthy";
+                       p50_ms, p95_ms, p99_ms, passed, results_path, trustworthy, knee";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Run> {
     Ok(Run {
@@ -168,6 +230,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Run> {
         passed: r.get(11)?,
         results_path: r.get(12)?,
         trustworthy: r.get(13)?,
+        knee: r.get(14)?,
     })
 }
 
@@ -196,11 +259,14 @@ pub fn render(runs: &[Run]) -> String {
     if runs.is_empty() {
         return "no runs recorded\n".into();
     }
+    // Capacity searches show their knee, and the knee's figures in the columns after it.
+    let knees = runs.iter().any(|r| r.knee.is_some());
     let header = [
         "id",
         "started (UTC)",
         "name",
         "script",
+        "knee",
         "requests",
         "rate/s",
         "errors",
@@ -220,6 +286,7 @@ pub fn render(runs: &[Run]) -> String {
             format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}"),
             r.name.clone(),
             r.script.clone().unwrap_or_else(|| "-".into()),
+            r.knee.clone().unwrap_or_else(|| "-".into()),
             r.requests.to_string(),
             format!("{:.1}", r.rps),
             r.errors.to_string(),
@@ -239,11 +306,13 @@ pub fn render(runs: &[Run]) -> String {
     let widths: Vec<usize> = (0..header.len())
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
+    let knee_column = header.iter().position(|h| *h == "knee");
     let mut out = String::new();
     for row in rows {
         let cells: Vec<String> = row
             .iter()
             .enumerate()
+            .filter(|(c, _)| knees || Some(*c) != knee_column)
             .map(|(c, cell)| format!("{cell:<w$}", w = widths[c]))
             .collect();
         out.push_str(cells.join("  ").trim_end());
@@ -306,5 +375,43 @@ mod tests {
         std::fs::write(&junk, vec![b'x'; 4096]).unwrap();
         let e = open(&junk).unwrap_err().to_string();
         assert!(!e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn the_knee_column_shows_only_when_a_capacity_search_is_listed() {
+        let run = Run {
+            id: 1,
+            started_at_unix_s: 1795423660,
+            name: "plain".into(),
+            script: None,
+            target: "http://127.0.0.1:1".into(),
+            requests: 10,
+            errors: 0,
+            rps: 5.0,
+            p50_ms: Some(1.0),
+            p95_ms: 2.0,
+            p99_ms: Some(3.0),
+            passed: true,
+            results_path: None,
+            trustworthy: Some(true),
+            knee: None,
+        };
+        assert!(!render(std::slice::from_ref(&run)).contains("knee"));
+        let search = Run {
+            id: 2,
+            name: "capacity".into(),
+            knee: Some("200/s".into()),
+            rps: 199.5,
+            ..run.clone()
+        };
+        let text = render(&[run, search]);
+        let cells: Vec<Vec<&str>> = text
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        // id, date, time, name, script, knee, requests, rate/s
+        assert_eq!(cells[0][4..7], ["script", "knee", "requests"], "{text}");
+        assert_eq!(cells[1][5..8], ["-", "10", "5.0"], "{text}");
+        assert_eq!(cells[2][5..8], ["200/s", "10", "199.5"], "{text}");
     }
 }

@@ -2,7 +2,7 @@
 //! (`capacity=R`: at most R requests per second, queueing beyond), for an open and a closed
 //! workload with repeat bands; the search's results file through `report`, `compare
 //! --fail-on` and `merge`; segments stepping together; a starved generator reported as
-//! generator-bound; usage errors naming their flag.
+//! generator-bound, and one out of file descriptors too; usage errors naming their flag.
 
 use super::*;
 use std::path::Path;
@@ -46,6 +46,8 @@ fn capacity_finds_a_known_capacity_open_and_closed_with_repeat_bands() {
     let file = |name: &str| dir.join(format!("{}-{name}", std::process::id()));
     let (open_json, open_brr, open_html) = (file("open.json"), file("open.brr"), file("open.html"));
     let (closed_json, closed_brr) = (file("closed.json"), file("closed.brr"));
+    let open_history = file("open-history.db");
+    let _ = std::fs::remove_file(&open_history);
     let open_url = open_target.url("/health?capacity=200");
     // Open: paced arrivals; below R nothing queues, above it the queue grows every second.
     let open = Running::spawn(&[
@@ -73,7 +75,8 @@ fn capacity_finds_a_known_capacity_open_and_closed_with_repeat_bands() {
         open_brr.to_str().unwrap(),
         "--html",
         open_html.to_str().unwrap(),
-        "--no-history",
+        "--history",
+        open_history.to_str().unwrap(),
     ]);
     // Closed: each request takes 200 ms, and the target serves R_CLOSED = 50/s, so N virtual
     // users ask for N/0.2 per second; past N = 10 they wait in the queue and latency is
@@ -162,6 +165,35 @@ fn capacity_finds_a_known_capacity_open_and_closed_with_repeat_bands() {
     );
     assert!((10.0..13.0).contains(&vus), "{}", closed.stdout);
     assert_eq!(k["runs"].as_array().unwrap().len(), 2);
+
+    // The history row shows the knee — its load, throughput and p99 — not the steps added up.
+    let k = knee(open_search);
+    let listed = barrage(
+        &["history", "--history", open_history.to_str().unwrap()],
+        LIMIT,
+    );
+    listed.expect_success();
+    let row = listed.stdout.lines().nth(1).expect("the search's row");
+    let load = k["load"].as_f64().unwrap();
+    let load_text = if load.fract() == 0.0 {
+        format!("{load:.0}/s")
+    } else {
+        format!("{load:.1}/s")
+    };
+    let knee_figures = [
+        load_text,
+        format!("{:.1}", k["merged"]["throughput"].as_f64().unwrap()),
+        format!("{:.2}ms", k["merged"]["p99_us"].as_f64().unwrap() / 1e3),
+        k["merged"]["requests"].to_string(),
+    ];
+    assert!(listed.stdout.lines().next().unwrap().contains("knee"));
+    for figure in &knee_figures {
+        assert!(
+            row.split_whitespace().any(|cell| cell == figure),
+            "{figure} not in the history row\n{}",
+            listed.stdout
+        );
+    }
 
     // The HTML page draws the curve.
     let page = std::fs::read_to_string(&open_html).unwrap();
@@ -326,6 +358,70 @@ fn capacity_segments_step_together_and_merge_into_one_search() {
 }
 
 #[test]
+fn capacity_segment_step_past_its_slot_is_marked() {
+    let target = Target::start();
+    // A --start-at 60 s in the past: the first step's wall-clock slot (1 + 2 s, a 2 s drain
+    // and 2 s of margin) ended long ago, so the step runs past it — as a segment whose step
+    // overran would, deterministically.
+    let start_at = (std::time::SystemTime::now() - Duration::from_secs(60))
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        .to_string();
+    let results = scratch_file("capacity-overrun.brr", b"");
+    let out = barrage(
+        &[
+            "capacity",
+            &target.url("/health"),
+            "--slo",
+            "p(99)<500ms",
+            "--start",
+            "20",
+            "--max",
+            "20",
+            "--warmup",
+            "1s",
+            "--measure",
+            "2s",
+            "--segment",
+            "0/2",
+            "--start-at",
+            &start_at,
+            "--results",
+            results.to_str().unwrap(),
+            "--no-history",
+        ],
+        LIMIT,
+    );
+    assert!(
+        out.stdout.contains("WARNING: the step at 20/s ran ")
+            && out.stdout.contains("s past its wall-clock slot")
+            && out
+                .stdout
+                .contains("at 20/s: OVERRAN its wall-clock slot by "),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    // The mark is kept in the results file: the report (and a merge of it) says so again.
+    let json = scratch_file("capacity-overrun.json", b"");
+    let report = barrage(
+        &[
+            "report",
+            results.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    assert_eq!(report.code(), out.code(), "{}", report.stderr);
+    let overrun = json_file(&json)["capacity"]["levels"][0]["merged"]["overrun_ms"]
+        .as_u64()
+        .unwrap();
+    assert!(overrun > 50_000, "{overrun}");
+}
+
+#[test]
 fn capacity_reports_a_starved_generator_as_generator_bound() {
     let _heavy = heavy_lock();
     let target = Target::start();
@@ -385,6 +481,50 @@ fn capacity_reports_a_starved_generator_as_generator_bound() {
     assert!(stdout.contains("generator-bound at "), "{stdout}");
     assert!(!stdout.contains("target capacity"), "{stdout}");
     assert!(stdout.contains("fix: "), "{stdout}");
+}
+
+#[test]
+fn capacity_out_of_file_descriptors_is_generator_bound() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    // A closed search under `ulimit -n 40`: a few VUs connect, but past ~35 the generator's
+    // connects fail with EMFILE (local_fd_limit), which breaks `http_req_failed<1%` — the
+    // generator's limit, not the target's. Slow requests (200 ms) keep the load small.
+    let url = target.url("/health?delay=200");
+    let search = format!(
+        "ulimit -n 40 && exec {BIN} capacity '{url}' --vus --threads 1 \
+         --slo 'p(99)<1000ms,http_req_failed<1%' --start 4 --step x8 --max 64 \
+         --warmup 1s --measure 2s --precision 50 --no-results --no-history"
+    );
+    let out = Command::new("sh")
+        .args(["-c", &search])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run sh");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let verdict = stdout
+        .lines()
+        .find(|l| l.starts_with("generator-bound at "))
+        .unwrap_or_else(|| panic!("no generator-bound verdict\n{stdout}\n{stderr}"));
+    assert!(
+        verdict.contains("connections failed for want of file descriptors")
+            && verdict.contains("not the target's capacity"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("target capacity"), "{stdout}");
+    assert!(
+        stdout.contains("fix: raise `ulimit -n`") && stdout.contains("--local-addrs"),
+        "{stdout}"
+    );
+    // The step that met the SLO at 4 VUs is the lower bound it names.
+    assert!(
+        verdict.contains("the target met the SLO up to "),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -572,8 +712,27 @@ fn capacity_stopped_by_sigterm_keeps_the_steps_done() {
         out.stdout,
         out.stderr
     );
-    // The results file holds the search as far as it went.
+    // The results file holds the search as far as it went, stopped: `report` exits as the
+    // search did.
     let report = barrage(&["report", results.to_str().unwrap()], LIMIT);
+    assert_eq!(
+        report.code(),
+        Some(1),
+        "{}\n{}",
+        report.stdout,
+        report.stderr
+    );
+    let json = scratch_file("capacity-stopped.json", b"");
+    barrage(
+        &[
+            "report",
+            results.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    assert_eq!(json_file(&json)["capacity"]["outcome"], "stopped");
     assert!(
         report.stdout.contains("stopped before the end"),
         "{}\n{}",
