@@ -655,12 +655,9 @@ fn arrivals_queued_behind_an_overloaded_worker_count_as_started_and_interrupted(
     assert_eq!(s.started, s.completed + s.failed + s.interrupted, "{s:?}");
     assert!(s.interrupted <= s.started, "{s:?}");
     // The worker must have taken a large share of the arrivals (a machine shared with other
-    // builds starts 10–20k of them in the second), and never more than were planned.
+    // builds starts 10–20k of them in the second; the arrivals are a Poisson process, so the
+    // planned 40,000 is a mean, not a cap).
     assert!(s.started > 5_000, "40,000 planned arrivals: {s:?}");
-    assert!(
-        s.started + s.dropped <= 40_000,
-        "40,000 planned arrivals: {s:?}"
-    );
 }
 
 #[test]
