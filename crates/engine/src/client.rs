@@ -275,6 +275,16 @@ impl Client {
                     let check = session.checks[index as usize];
                     let holds = self.holds(worker, session, check.condition);
                     worker.record_check(check.metric, holds);
+                    if !holds && check.keep_failed_values {
+                        let scratch = &mut worker.scratch.borrow_mut().check;
+                        let (expected, actual) = session.conditions[check.condition as usize]
+                            .failed_sides(self.eval(worker), scratch);
+                        worker.metrics.borrow_mut().record_failed_value(
+                            check.metric,
+                            expected,
+                            actual,
+                        );
+                    }
                     if !holds && check.fatal {
                         return Ending::Failed;
                     }

@@ -281,6 +281,7 @@ mod tests {
                     expected: Value::Number { value: 200.0 },
                 },
                 fatal,
+                keep_failed_values: false,
             })
         };
         let mut plan = plan(&[1, 1]);

@@ -22,8 +22,8 @@ pub use latency::{
     STANDARD_PERCENTILES,
 };
 pub use run::{
-    CheckCounts, PhaseTimings, ResponseRecord, RunMetrics, SessionCounters, SessionSecond,
-    StatusCounts, TagMetrics,
+    CheckCounts, FailedValue, PhaseTimings, ResponseRecord, RunMetrics, SessionCounters,
+    SessionSecond, StatusCounts, TagMetrics,
 };
 pub use second_latency::SecondLatency;
 pub use self_check::{SelfCheckMetrics, STALL, TICK};

@@ -29,7 +29,10 @@ pub use protocol::{
     parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion,
     ResponseLimits, TlsOptions, TlsVersion,
 };
-pub use recorded::{parse_status_check_name, status_check_name};
+pub use recorded::{
+    content_type_check_name, json_shape_check_name, parse_comparison_check_name,
+    parse_status_check_name, shape_difference, status_check_name, Comparison,
+};
 pub use redact::{redact_url, Redaction, REDACTED, SENSITIVE_HEADERS};
 pub use segment::{Segment, SegmentError, Stripe, Striping};
 pub use session::{

@@ -56,6 +56,9 @@ struct Definition {
     probabilities: Vec<f64>,
     /// Origins of requests written as absolute URLs.
     origins: Vec<(Target, Location)>,
+    /// Targets added after the first (`definition.addTarget`): requests written as absolute
+    /// URLs to them go there.
+    other_targets: Vec<Target>,
     warnings: Vec<String>,
     metrics: crate::metrics::MetricDefs,
     /// `exclude_tags` (wherever in the script it is set) and where.
@@ -387,11 +390,10 @@ impl Definition {
             format!("http://{url}")
         };
         let (target, path) = Target::split_url(&full).map_err(|e| a.err(e))?;
-        if let Some((first, first_at)) = &self.target {
-            if *first != target {
-                return Err(a.err(format_args!(
-                    "barrage sends a test to one target; `{url}` is another origin than the one set at {first_at}"
-                )));
+        if let Some((first, _)) = &self.target {
+            // StormForger tests may have several targets; requests name theirs by URL.
+            if *first != target && !self.other_targets.contains(&target) {
+                self.other_targets.push(target);
             }
             return Ok(());
         }
@@ -643,14 +645,28 @@ impl Definition {
                 ))
             }
         };
-        if let Some((other, loc)) = self.origins.iter().find(|(o, _)| *o != target) {
+        if let Some((other, loc)) = self
+            .origins
+            .iter()
+            .find(|(o, _)| *o != target && !self.other_targets.contains(o))
+        {
             return Err(ScriptError::dsl(
                 loc,
                 format!(
-                    "this request goes to {}://{}, but the test's target is {}://{}; barrage sends a test to one target",
+                    "this request goes to {}://{}, but the test's target is {}://{}; add it with definition.addTarget to send there",
                     other.scheme.as_str(), other.authority(), target.scheme.as_str(), target.authority()
                 ),
             ));
+        }
+        // Requests to the test's target go there as to any target; the others keep theirs.
+        for session in &mut self.sessions {
+            barrage_plan::walk_steps_mut(&mut session.steps, &mut |step| {
+                if let barrage_plan::Step::Request(request) = step {
+                    if request.origin.as_ref() == Some(&target) {
+                        request.origin = None;
+                    }
+                }
+            });
         }
         let workload = match (self.phases, self.virtual_users) {
             (Some((_, phases_at)), Some((_, vus_at))) => {

@@ -159,7 +159,9 @@ impl SessionBuilder<'_> {
             JsVal::Str(text) => text,
             other => return Err(a.err(format_args!("the path must be text, got {}", other.kind()))),
         };
-        let path_text = self.strip_origin(path_text, a)?;
+        let (path_text, origin) = self.strip_origin(path_text, a)?;
+        // Kept only when it is another target than the test's (decided once they are known).
+        request.origin = origin;
         let display = self.path(&path_text, &mut request, a)?;
         if !request.path.starts_with('/') {
             return Err(a.err(format_args!(
@@ -243,9 +245,13 @@ impl SessionBuilder<'_> {
     }
 
     /// An absolute URL (`http://host/path`, as StormForger test cases often write) is split
-    /// into its origin, which must be the test's target (checked once the target is known),
-    /// and its path.
-    fn strip_origin(&mut self, text: &str, a: &Args) -> Result<String, ScriptError> {
+    /// into its path and its origin, which must be one of the test's targets (checked once
+    /// they are known).
+    fn strip_origin(
+        &mut self,
+        text: &str,
+        a: &Args,
+    ) -> Result<(String, Option<Target>), ScriptError> {
         let Some(scheme_end) = ["http://", "https://"]
             .iter()
             .find(|s| {
@@ -254,7 +260,7 @@ impl SessionBuilder<'_> {
             })
             .map(|s| s.len())
         else {
-            return Ok(text.to_string());
+            return Ok((text.to_string(), None));
         };
         let end = text[scheme_end..]
             .find(['/', '?'])
@@ -262,19 +268,20 @@ impl SessionBuilder<'_> {
         let origin = &text[..end];
         if value::has_marker(origin) {
             return Err(a.err(format_args!(
-                "the host of the URL `{origin}` is a per-client value; barrage sends every request to the one target"
+                "the host of the URL `{origin}` is a per-client value; a request goes to one of the test's targets, named as written"
             )));
         }
         let (target, _) = Target::split_url(origin).map_err(|e| a.err(e))?;
-        self.origins.push((target, a.loc.clone()));
+        self.origins.push((target.clone(), a.loc.clone()));
         let rest = &text[end..];
-        Ok(if rest.starts_with('?') {
+        let path = if rest.starts_with('?') {
             format!("/{rest}")
         } else if rest.is_empty() {
             "/".to_string()
         } else {
             rest.to_string()
-        })
+        };
+        Ok((path, Some(target)))
     }
 
     /// Every placeholder resolves (params, or a variable bound before this request). A param

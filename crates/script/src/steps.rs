@@ -107,6 +107,7 @@ impl<'a> SessionBuilder<'a> {
                     name,
                     condition: condition(&args[1..], &a)?,
                     fatal: verb == "assert",
+                    keep_failed_values: false,
                 })
             }
             "wait" => {
@@ -265,14 +266,55 @@ impl<'a> SessionBuilder<'a> {
                 Binding::Uuid
             }
             "jwt" => self.jwt(opts, a)?,
+            "timestamp" => timestamp(opts, a)?,
             other => {
                 return Err(a.err(format_args!(
-                    "unknown generator `{other}` (known: random_number, random_string, uuid, jwt)"
+                    "unknown generator `{other}` (known: random_number, random_string, uuid, jwt, timestamp)"
                 )))
             }
         };
         Ok(self.bind(call, binding))
     }
+}
+
+/// `session.ds.generate("timestamp", {offset, format})` (barrage's own generator): the time
+/// the session started plus `offset` seconds (negative: before; default 0), per client, as
+/// `format` writes it — `"iso"` (UTC with milliseconds, the default), `"iso_seconds"`,
+/// `"epoch"` (seconds) or `"epoch_ms"`; what `barrage replay --shift-timestamps` binds.
+fn timestamp(opts: &JsVal, a: &Args) -> Result<Binding, ScriptError> {
+    let mut offset_ms = 0;
+    let mut format = (3, barrage_plan::TimeFormat::Utc);
+    for (name, v) in a.options(opts, &["offset", "format"])? {
+        if name == "offset" {
+            let seconds = a.number(v, "offset")?;
+            if seconds.abs() > barrage_plan::limits::MAX_DURATION.as_secs_f64() {
+                return Err(a.err(format_args!(
+                    "`offset` must be within ±{} s",
+                    barrage_plan::limits::MAX_DURATION.as_secs()
+                )));
+            }
+            offset_ms = (seconds * 1000.0).round() as i64;
+        } else {
+            let text = a.string(v, "format")?;
+            format = match text {
+                "iso" => (3, barrage_plan::TimeFormat::Utc),
+                "iso_seconds" => (0, barrage_plan::TimeFormat::Utc),
+                "epoch" => (0, barrage_plan::TimeFormat::EpochSeconds),
+                "epoch_ms" => (0, barrage_plan::TimeFormat::EpochMillis),
+                other => {
+                    return Err(a.err(format_args!(
+                        "`format` must be \"iso\", \"iso_seconds\", \"epoch\" or \"epoch_ms\", got \"{other}\""
+                    )))
+                }
+            };
+        }
+    }
+    let (fraction_digits, format) = format;
+    Ok(Binding::ShiftedTime {
+        offset_ms,
+        fraction_digits,
+        format,
+    })
 }
 
 impl SessionBuilder<'_> {
@@ -446,7 +488,8 @@ mod tests {
                     op: CompareOp::Lt,
                     expected: Value::Number { value: 400.0 }
                 },
-                fatal: false
+                fatal: false,
+                keep_failed_values: false,
             })
         );
     }

@@ -226,7 +226,7 @@ fn bad_stormforger_input_is_one_line_naming_the_place() {
     let cases: &[(&str, &str)] = &[
         (
             "definition.setTarget('http://a:1');\ndefinition.setArrivalPhases([{duration: 1, rate: 1}]);\ndefinition.session('s', function (s) { s.get('http://b:2/x'); });",
-            "bad.js:3:42: this request goes to http://b:2, but the test's target is http://a:1",
+            "bad.js:3:42: this request goes to http://b:2, but the test's target is http://a:1; add it with definition.addTarget to send there",
         ),
         (
             "definition.setTarget('http://a:1');\ndefinition.setArrivalPhases([{duration: 1, rate: 1}]);\ndefinition.session('s', function (s) { s.post('/', {payload: [1]}); });",
