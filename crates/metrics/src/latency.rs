@@ -29,15 +29,41 @@ const SIGNIFICANT_DIGITS: u8 = 3;
 
 /// A histogram of durations in microseconds. Memory is fixed by its range, not by the number
 /// of values recorded.
-#[derive(Clone, PartialEq)]
+///
+/// The counts (~188 KB) are allocated at the first value: many histograms of a run stay
+/// empty (TLS times over plain HTTP, the corrected latency of an open model), and a live
+/// snapshot copies every histogram of a worker each second, an empty one for nothing.
 pub struct LatencyHistogram {
-    inner: Histogram<u64>,
+    inner: Option<Histogram<u64>>,
 }
+
+impl Clone for LatencyHistogram {
+    /// An empty histogram's copy allocates nothing, even when the original has its counts.
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.as_ref().filter(|h| !h.is_empty()).cloned(),
+        }
+    }
+}
+
+impl PartialEq for LatencyHistogram {
+    fn eq(&self, other: &Self) -> bool {
+        self.read() == other.read()
+    }
+}
+
+fn empty_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_TRACKABLE_MICROS, SIGNIFICANT_DIGITS)
+        .expect("static histogram bounds are valid")
+}
+
+/// What an unallocated histogram reads as.
+static EMPTY: std::sync::LazyLock<Histogram<u64>> = std::sync::LazyLock::new(empty_histogram);
 
 impl std::fmt::Debug for LatencyHistogram {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LatencyHistogram")
-            .field("count", &self.inner.len())
+            .field("count", &self.count())
             .finish()
     }
 }
@@ -49,21 +75,30 @@ impl Default for LatencyHistogram {
 }
 
 impl LatencyHistogram {
+    /// An empty histogram; allocates nothing until a value is recorded.
     pub fn new() -> Self {
-        let inner = Histogram::new_with_bounds(1, MAX_TRACKABLE_MICROS, SIGNIFICANT_DIGITS)
-            .expect("static histogram bounds are valid");
-        Self { inner }
+        Self { inner: None }
+    }
+
+    #[inline]
+    fn read(&self) -> &Histogram<u64> {
+        self.inner.as_ref().unwrap_or(&EMPTY)
+    }
+
+    #[inline]
+    fn write(&mut self) -> &mut Histogram<u64> {
+        self.inner.get_or_insert_with(empty_histogram)
     }
 
     #[inline]
     pub fn record_micros(&mut self, micros: u64) {
-        self.inner
+        self.write()
             .saturating_record(micros.min(MAX_TRACKABLE_MICROS));
     }
 
     /// Records `micros` `count` times (e.g. the zero connect times of reused connections).
     pub fn record_micros_n(&mut self, micros: u64, count: u64) {
-        self.inner
+        self.write()
             .saturating_record_n(micros.min(MAX_TRACKABLE_MICROS), count);
     }
 
@@ -88,25 +123,35 @@ impl LatencyHistogram {
         let interval = (expected_interval.as_micros() as u64)
             .max(1)
             .max(micros / MAX_FILLED);
-        self.inner
+        let inner = self.write();
+        inner
             .record_correct(micros, interval)
-            .unwrap_or_else(|_| self.inner.saturating_record(micros));
+            .unwrap_or_else(|_| inner.saturating_record(micros));
     }
 
     /// Adds every count of `other` to this histogram: exact, order-independent.
     pub fn merge(&mut self, other: &LatencyHistogram) {
-        self.inner
-            .add(&other.inner)
+        let Some(theirs) = other.inner.as_ref().filter(|h| !h.is_empty()) else {
+            return;
+        };
+        if self.inner.is_none() {
+            self.inner = Some(theirs.clone());
+            return;
+        }
+        self.write()
+            .add(theirs)
             .expect("histograms share bounds, so adding cannot fail");
     }
 
     pub fn count(&self) -> u64 {
-        self.inner.len()
+        self.inner.as_ref().map_or(0, Histogram::len)
     }
 
     /// Empties the histogram, keeping its memory.
     pub fn reset(&mut self) {
-        self.inner.reset();
+        if let Some(inner) = &mut self.inner {
+            inner.reset();
+        }
     }
 
     /// Appends the histogram in HdrHistogram's V2 + DEFLATE encoding (what other HdrHistogram
@@ -126,7 +171,7 @@ impl LatencyHistogram {
             let (serializer, plain) = &mut *cell.borrow_mut();
             plain.clear();
             serializer
-                .serialize(&self.inner, plain)
+                .serialize(self.read(), plain)
                 .expect("writing to a Vec cannot fail");
             let start = out.len();
             out.extend_from_slice(&V2_COMPRESSED_COOKIE.to_be_bytes());
@@ -166,47 +211,48 @@ impl LatencyHistogram {
                 reader.len()
             )));
         }
-        Ok(Self { inner })
+        Ok(Self { inner: Some(inner) })
     }
 
     /// `(value µs, count)` for every distinct recorded value (the value being the highest
     /// equivalent of its bucket), lowest first.
     pub fn recorded(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.inner.iter_recorded().map(|v| {
+        let inner = self.read();
+        inner.iter_recorded().map(|v| {
             (
-                self.inner.highest_equivalent(v.value_iterated_to()),
+                inner.highest_equivalent(v.value_iterated_to()),
                 v.count_at_value(),
             )
         })
     }
 
     pub fn is_empty(&self) -> bool {
-        self.inner.is_empty()
+        self.count() == 0
     }
 
     pub fn min_micros(&self) -> u64 {
         if self.is_empty() {
             0
         } else {
-            self.inner.min()
+            self.read().min()
         }
     }
 
     pub fn max_micros(&self) -> u64 {
-        self.inner.max()
+        self.read().max()
     }
 
     pub fn mean_micros(&self) -> f64 {
-        self.inner.mean()
+        self.read().mean()
     }
 
     pub fn stdev_micros(&self) -> f64 {
-        self.inner.stdev()
+        self.read().stdev()
     }
 
     /// The value at `percentile` (0–100), in microseconds.
     pub fn percentile_micros(&self, percentile: f64) -> u64 {
-        self.inner.value_at_percentile(percentile)
+        self.read().value_at_percentile(percentile)
     }
 
     /// hey's "response time histogram": `rows` marks from the fastest to the slowest value
@@ -224,9 +270,9 @@ impl LatencyHistogram {
             .map(|i| ((low as f64 + width * i as f64).round() as u64, 0))
             .collect();
         out[rows - 1].0 = high;
-        for value in self.inner.iter_recorded() {
-            let v = self
-                .inner
+        let inner = self.read();
+        for value in inner.iter_recorded() {
+            let v = inner
                 .median_equivalent(value.value_iterated_to())
                 .clamp(low, high);
             let index = if width == 0.0 || v <= low {
@@ -382,7 +428,7 @@ mod tests {
         // HdrHistogram's own encoder (default DEFLATE level) reads back the same.
         let mut theirs = Vec::new();
         hdrhistogram::serialization::V2DeflateSerializer::new()
-            .serialize(&h.inner, &mut theirs)
+            .serialize(h.read(), &mut theirs)
             .unwrap();
         assert_eq!(LatencyHistogram::decode(&theirs).unwrap(), h);
         let mut other = Vec::new();
@@ -396,5 +442,39 @@ mod tests {
     fn empty_histogram_reports_zeroes() {
         let s = LatencyHistogram::new().stats();
         assert_eq!((s.count, s.min_us, s.max_us), (0, 0, 0));
+    }
+
+    #[test]
+    fn empty_histograms_hold_no_counts_and_merge_exactly() {
+        let empty = LatencyHistogram::new();
+        assert!(empty.inner.is_none(), "nothing allocated before a value");
+        let mut used = LatencyHistogram::new();
+        used.record_micros(250);
+        used.reset();
+        assert!(used.inner.is_some(), "reset keeps the memory");
+        assert!(
+            used.clone().inner.is_none(),
+            "an empty copy allocates nothing"
+        );
+        assert_eq!(used, empty);
+        let mut one = LatencyHistogram::new();
+        one.record_micros(120);
+        one.record_micros(9_000);
+        let mut merged = LatencyHistogram::new();
+        merged.merge(&empty);
+        assert!(merged.inner.is_none());
+        merged.merge(&one);
+        merged.merge(&used);
+        merged.merge(&one);
+        let mut whole = LatencyHistogram::new();
+        for micros in [120, 9_000, 120, 9_000] {
+            whole.record_micros(micros);
+        }
+        assert_eq!(merged.count(), 4);
+        assert_eq!(merged, whole);
+        assert_eq!(merged.stats(), whole.stats());
+        let mut bytes = Vec::new();
+        empty.encode_into(&mut bytes);
+        assert!(LatencyHistogram::decode(&bytes).unwrap().is_empty());
     }
 }

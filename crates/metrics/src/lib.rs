@@ -9,6 +9,7 @@ mod custom;
 mod error_kind;
 mod latency;
 mod run;
+mod sealed_seconds;
 mod second_latency;
 mod self_check;
 mod series;

@@ -1,8 +1,11 @@
 //! Per-second latency histograms of one tag with bounded memory: only the current second's
 //! histogram is live; finished seconds are folded into HdrHistogram's compressed V2 encoding
-//! (a few hundred bytes each), and merge exactly.
+//! (a few hundred bytes each), shared between copies (a live snapshot copies them every
+//! second), and merge exactly.
 
+use crate::sealed_seconds::SealedSeconds;
 use crate::{HistogramDecodeError, LatencyHistogram};
+use std::sync::Arc;
 
 /// Bounds the seconds kept to a day, like the per-second counters.
 const MAX_SECONDS: u64 = 86_400;
@@ -12,8 +15,8 @@ const MAX_SECONDS: u64 = 86_400;
 pub struct SecondLatency {
     /// The second being recorded and its histogram.
     live: Option<(u64, LatencyHistogram)>,
-    /// Finished seconds, encoded; an empty entry is a second without responses.
-    sealed: Vec<Vec<u8>>,
+    /// Finished seconds, encoded; `None` is a second without responses.
+    sealed: SealedSeconds,
 }
 
 impl SecondLatency {
@@ -32,7 +35,7 @@ impl SecondLatency {
             _ => {
                 let mut histogram = self.seal_live().unwrap_or_default();
                 histogram.reset();
-                if let Some(existing) = self.sealed_bytes(second).filter(|b| !b.is_empty()) {
+                if let Some(existing) = self.sealed_bytes(second) {
                     histogram.merge(&decode_own(existing));
                 }
                 histogram.record_micros(micros);
@@ -54,20 +57,18 @@ impl SecondLatency {
         self.seal_live();
     }
 
-    fn sealed_bytes(&self, second: u64) -> Option<&Vec<u8>> {
-        self.sealed.get(second as usize)
+    /// The encoded bytes of `second`; `None` when it had no responses.
+    fn sealed_bytes(&self, second: u64) -> Option<&[u8]> {
+        self.sealed.get(second as usize).map(|bytes| &bytes[..])
     }
 
     fn store(&mut self, second: u64, histogram: &LatencyHistogram) {
-        let index = second as usize;
-        if self.sealed.len() <= index {
-            self.sealed.resize(index + 1, Vec::new());
-        }
-        let slot = &mut self.sealed[index];
-        slot.clear();
-        if !histogram.is_empty() {
-            histogram.encode_into(slot);
-        }
+        let bytes = (!histogram.is_empty()).then(|| {
+            let mut bytes = Vec::new();
+            histogram.encode_into(&mut bytes);
+            Arc::from(bytes)
+        });
+        self.sealed.set(second as usize, bytes);
     }
 
     /// Seconds covered (the last second with a histogram, plus one).
@@ -84,10 +85,9 @@ impl SecondLatency {
     pub fn decoded(&self, second: u64) -> LatencyHistogram {
         match &self.live {
             Some((live, histogram)) if *live == second => histogram.clone(),
-            _ => match self.sealed_bytes(second) {
-                Some(bytes) if !bytes.is_empty() => decode_own(bytes),
-                _ => LatencyHistogram::new(),
-            },
+            _ => self
+                .sealed_bytes(second)
+                .map_or_else(LatencyHistogram::new, decode_own),
         }
     }
 
@@ -95,17 +95,17 @@ impl SecondLatency {
     pub fn decoded_if_any(&self, second: u64) -> Option<LatencyHistogram> {
         match &self.live {
             Some((live, histogram)) if *live == second => Some(histogram.clone()),
-            _ => self
-                .sealed_bytes(second)
-                .filter(|b| !b.is_empty())
-                .map(|b| decode_own(b)),
+            _ => self.sealed_bytes(second).map(decode_own),
         }
     }
 
     /// The encoded seconds, index = second; an empty slice is a second without responses.
     /// Call [`seal`](Self::seal) first, or the live second is missing.
-    pub fn encoded(&self) -> &[Vec<u8>] {
-        &self.sealed
+    pub fn encoded(&self) -> Vec<&[u8]> {
+        self.sealed
+            .iter()
+            .map(|bytes| bytes.map_or(&[][..], |b| &b[..]))
+            .collect()
     }
 
     /// Builds the series from encoded seconds (as [`encoded`](Self::encoded) returned them).
@@ -134,16 +134,20 @@ impl SecondLatency {
                 }
             }
         }
-        Ok(Self { live: None, sealed })
+        let mut seconds = SealedSeconds::default();
+        for (second, bytes) in sealed.into_iter().enumerate() {
+            seconds.set(second, (!bytes.is_empty()).then(|| Arc::from(bytes)));
+        }
+        Ok(Self {
+            live: None,
+            sealed: seconds,
+        })
     }
 
     /// Moves every second `seconds` later (see [`Series::delay`](crate::Series::delay)).
     pub fn delay(&mut self, seconds: usize) {
         self.seal_live();
-        if !self.sealed.is_empty() {
-            self.sealed
-                .splice(0..0, std::iter::repeat_n(Vec::new(), seconds));
-        }
+        self.sealed.delay(seconds);
     }
 
     /// Adds every second of `other` into this one: exact.
@@ -151,19 +155,14 @@ impl SecondLatency {
         self.seal_live();
         for second in 0..other.len() as u64 {
             let theirs_live = matches!(&other.live, Some((s, _)) if *s == second);
-            let theirs_bytes = other.sealed_bytes(second).filter(|b| !b.is_empty());
+            let theirs_bytes = other.sealed.get(second as usize);
             if !theirs_live && theirs_bytes.is_none() {
                 continue;
             }
-            let mine_empty = self.sealed_bytes(second).is_none_or(|b| b.is_empty());
+            let mine_empty = self.sealed_bytes(second).is_none();
             if mine_empty && !theirs_live {
-                // Nothing to add to: the encoded bytes are the same either way.
-                let bytes = theirs_bytes.cloned().unwrap_or_default();
-                let index = second as usize;
-                if self.sealed.len() <= index {
-                    self.sealed.resize(index + 1, Vec::new());
-                }
-                self.sealed[index] = bytes;
+                // Nothing to add to: the encoded bytes are the same either way, so share them.
+                self.sealed.set(second as usize, theirs_bytes.cloned());
                 continue;
             }
             let mut histogram = self.decoded(second);
@@ -210,8 +209,44 @@ mod tests {
         merged.seal();
         whole.seal();
         assert_eq!(merged.encoded(), whole.encoded());
-        let back = SecondLatency::from_encoded(whole.encoded().to_vec()).unwrap();
+        let back =
+            SecondLatency::from_encoded(whole.encoded().iter().map(|b| b.to_vec()).collect())
+                .unwrap();
         assert_eq!(figures(&back), figures(&whole));
+    }
+
+    #[test]
+    fn a_snapshot_copy_does_not_grow_with_the_run() {
+        use crate::sealed_seconds::tests::chunk_copies;
+        // What a worker does under a live output: record a second, copy its metrics, go on.
+        // Per copy, the sealed seconds are shared (no encoded byte copied) and the next
+        // second's seal copies at most one chunk of pointers, whether the run is 10 s or 2 h.
+        let copies_per_snapshot = |run_seconds: u64| {
+            let mut s = SecondLatency::default();
+            for second in 0..run_seconds {
+                for i in 0..50 {
+                    s.record_micros(second, 100 + i * 37);
+                }
+            }
+            let mut counts = Vec::new();
+            for second in run_seconds..run_seconds + 5 {
+                let before = chunk_copies();
+                let copy = s.clone();
+                s.record_micros(second, 500);
+                counts.push(chunk_copies() - before);
+                for old in 0..run_seconds.saturating_sub(1) as usize {
+                    assert!(Arc::ptr_eq(
+                        copy.sealed.get(old).unwrap(),
+                        s.sealed.get(old).unwrap()
+                    ));
+                }
+            }
+            counts
+        };
+        let short = copies_per_snapshot(10);
+        let long = copies_per_snapshot(7_200);
+        assert!(short.iter().all(|&c| c <= 1), "{short:?}");
+        assert!(long.iter().all(|&c| c <= 1), "{long:?}");
     }
 
     #[test]
@@ -224,11 +259,11 @@ mod tests {
         let size = s.encoded()[0].len();
         assert!(size < 4096, "one second took {size} bytes");
         assert!(SecondLatency::from_encoded(vec![b"junk".to_vec()]).is_err());
-        let mut cut = s.encoded()[0].clone();
+        let mut cut = s.encoded()[0].to_vec();
         cut.pop();
         assert!(SecondLatency::from_encoded(vec![cut]).is_err());
         // Right envelope, garbage inside: an empty second, not a panic.
-        let mut garbage = s.encoded()[0].clone();
+        let mut garbage = s.encoded()[0].to_vec();
         for b in &mut garbage[8..] {
             *b = 0x55;
         }

@@ -143,7 +143,7 @@ pub fn encode_series(metrics: &RunMetrics) -> Vec<u8> {
                 e.varint(n);
             }
             error_counts(&mut e, &b.errors_by_kind);
-            e.bytes(encoded.get(second).map_or(&[][..], Vec::as_slice));
+            e.bytes(encoded.get(second).copied().unwrap_or_default());
         }
     }
     e.bytes
