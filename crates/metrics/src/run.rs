@@ -172,6 +172,14 @@ impl TagMetrics {
         self.responses() + self.error_count()
     }
 
+    /// `http_req_failed`'s rate: failed requests among those judged (0 when none were).
+    pub fn failed_rate(&self) -> f64 {
+        match self.judged_requests() {
+            0 => 0.0,
+            judged => self.failed_requests() as f64 / judged as f64,
+        }
+    }
+
     /// Requests judged failed or not: `http_req_failed`'s samples (all requests but those a
     /// script's null response callback left unjudged).
     pub fn judged_requests(&self) -> u64 {
@@ -642,6 +650,8 @@ mod tests {
         assert_eq!(tag.failed_requests(), 5);
         assert_eq!(tag.requests(), 9);
         assert_eq!(tag.judged_requests(), 7);
+        assert_eq!(tag.failed_rate(), 5.0 / 7.0);
+        assert_eq!(TagMetrics::default().failed_rate(), 0.0);
         let mut default = RunMetrics::new(1);
         for status in [200, 404, 404, 500, 302, 200] {
             default.record_response(&response(0, 0, 10, status));
