@@ -7,9 +7,10 @@
 # connection and sends a heartbeat every PERIOD seconds, BEATS times.
 # Samples every 2 s: clients connected (nginx's stub_status: its active connections, less the
 # one asking), barrage's summed RSS, nginx's, the kernel's Slab and TCP socket memory
-# (/proc/meminfo, /proc/net/sockstat), MemAvailable. Stops the run cleanly (SIGINT, results
-# kept) when MemAvailable falls under --min-available-mib. Then merges the segments and reports
-# clients connected, clients served (first requests answered), heartbeats answered, errors by
+# (/proc/meminfo, /proc/net/sockstat), MemAvailable, and barrage's summed PSS (its binary's
+# shared pages split between the processes, not counted once per process) and RssAnon.
+# Stops the run cleanly (SIGINT, results kept) when MemAvailable falls under
+# --min-available-mib. Then merges the segments and reports clients connected, clients served (first requests answered), heartbeats answered, errors by
 # kind, the connect rate, and memory per client.
 # Usage: bench/million.sh [--clients 100000] [--per-process 17000] [--ramp 20] [--period 60]
 #                         [--beats 2] [--min-available-mib 3072] [--port 18090]
@@ -25,7 +26,7 @@ while [[ $# -gt 0 ]]; do
     --beats) BEATS="$2"; shift 2 ;;
     --min-available-mib) MIN_AVAIL="$2"; shift 2 ;;
     --port) PORT="$2"; shift 2 ;;
-    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,16p "$0"; exit 0 ;;
     *) die "unknown argument $1" ;;
   esac
 done
@@ -103,6 +104,22 @@ rss_sum() { # pids...: summed VmRSS, KiB
   done
   echo "$total"
 }
+pss_sum() { # pids...: summed Pss (shared pages, e.g. the binary's, split between their users), KiB
+  local p total=0 kib
+  for p in "$@"; do
+    kib="$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null || true)"
+    total=$(( total + ${kib:-0} ))
+  done
+  echo "$total"
+}
+anon_sum() { # pids...: summed RssAnon (the heap, stacks: nothing file-backed), KiB
+  local p total=0 kib
+  for p in "$@"; do
+    kib="$(awk '/^RssAnon/ { print $2 }' "/proc/$p/status" 2>/dev/null || true)"
+    total=$(( total + ${kib:-0} ))
+  done
+  echo "$total"
+}
 nginx_pids() { echo "$NGINX_PID" $(pgrep -P "$NGINX_PID" || true); }
 
 SLAB0="$(meminfo Slab)"; TCPMEM0="$(tcp_mem_pages)"
@@ -118,10 +135,11 @@ for i in $(seq 0 $((SEGMENTS - 1))); do
 done
 sleep "$(( START - $(date +%s) > 0 ? START - $(date +%s) : 0 ))"
 BASE_RSS="$(rss_sum "${SEG_PIDS[@]}")"
+BASE_PSS="$(pss_sum "${SEG_PIDS[@]}")"; BASE_ANON="$(anon_sum "${SEG_PIDS[@]}")"
 
 # Sample until every segment has ended (bounded: ramp + heartbeats + grace + 60 s).
 SAMPLES="$BENCH_TMP/samples.tsv"
-echo -e "t_s\tconnected\tbarrage_rss_kib\tnginx_rss_kib\tslab_kib\ttcp_mem_pages\tmem_available_mib" > "$SAMPLES"
+echo -e "t_s\tconnected\tbarrage_rss_kib\tnginx_rss_kib\tslab_kib\ttcp_mem_pages\tmem_available_mib\tbarrage_pss_kib\tbarrage_anon_kib" > "$SAMPLES"
 LIMIT=$(( RAMP + PERIOD * BEATS + GRACE + 60 ))
 STOPPED=""
 t0="$(date +%s.%N)"
@@ -132,9 +150,9 @@ while :; do
   for p in "${SEG_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
   (( alive == 0 )) && break
   avail=$(( $(meminfo MemAvailable) / 1024 ))
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$(connected)" \
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$(connected)" \
     "$(rss_sum "${SEG_PIDS[@]}")" "$(rss_sum $(nginx_pids))" "$(meminfo Slab)" \
-    "$(tcp_mem_pages)" "$avail" >> "$SAMPLES"
+    "$(tcp_mem_pages)" "$avail" "$(pss_sum "${SEG_PIDS[@]}")" "$(anon_sum "${SEG_PIDS[@]}")" >> "$SAMPLES"
   if [[ -z "$STOPPED" ]] && (( avail < MIN_AVAIL )); then
     STOPPED="MemAvailable ${avail} MiB < ${MIN_AVAIL} MiB at ${t} s"
     log "stopping: $STOPPED"
@@ -154,14 +172,15 @@ ls "$BENCH_TMP"/seg-*.brr > /dev/null 2>&1 || die "no results: $(cat "$BENCH_TMP
 [[ -n "${KEEP_TMP:-}" ]] && log "kept $BENCH_TMP"
 cp "$SAMPLES" "${SAMPLES_OUT:-/dev/null}" 2>/dev/null || true
 
-python3 - "$BENCH_TMP" "$CLIENTS" "$SEGMENTS" "$NGINX_WORKERS" "$BASE_RSS" "$SLAB0" "$TCPMEM0" "$NGINX_RSS0" "$STOPPED" <<'EOF'
+python3 - "$BENCH_TMP" "$CLIENTS" "$SEGMENTS" "$NGINX_WORKERS" "$BASE_RSS" "$SLAB0" "$TCPMEM0" "$NGINX_RSS0" "$STOPPED" "$BASE_PSS" "$BASE_ANON" <<'EOF'
 import json, sys
-tmp, planned, segments, workers, base_rss, slab0, tcpmem0, nginx0, stopped = sys.argv[1:]
+tmp, planned, segments, workers, base_rss, slab0, tcpmem0, nginx0, stopped, base_pss, base_anon = sys.argv[1:]
+base_pss, base_anon = int(base_pss), int(base_anon)
 planned, segments, base_rss, slab0, tcpmem0, nginx0 = map(int, (planned, segments, base_rss, slab0, tcpmem0, nginx0))
 # A sample whose status request timed out (nginx too busy) has an empty field: skipped.
 rows = [r for r in (l.split("\t") for l in open(f"{tmp}/samples.tsv").read().split("\n")[1:] if l)
-        if len(r) == 7 and all(r)]
-s = [dict(t=float(r[0]), conn=int(r[1]), rss=int(r[2]), nginx=int(r[3]), slab=int(r[4]), tcpmem=int(r[5]), avail=int(r[6])) for r in rows]
+        if len(r) == 9 and all(r)]
+s = [dict(t=float(r[0]), conn=int(r[1]), rss=int(r[2]), nginx=int(r[3]), slab=int(r[4]), tcpmem=int(r[5]), avail=int(r[6]), pss=int(r[7]), anon=int(r[8])) for r in rows]
 m = json.load(open(f"{tmp}/merged.json"))
 tags = {t["tag"]: t for t in m["tags"]}
 def pct(stats, q):
@@ -190,6 +209,8 @@ print(f"| connect rate, 1 % → 99 % of peak | {rate:,.0f} clients/s ({full['t']
 print(f"| first request p50 / p99 (ms) | {(pct(conn['latency'], 50.0) or 0) / 1000:.1f} / {(pct(conn['latency'], 99.0) or 0) / 1000:.1f} |" if conn else "| first request | none |")
 print(f"| barrage RSS, all processes (at start → with every client) | {base_rss / 1024:,.0f} MiB → {at['rss'] / 1024:,.0f} MiB |")
 print(f"| **barrage memory per client** (sum RSS / clients) | **{at['rss'] * 1024 / max(at['conn'], 1):,.0f} B** (marginal {(at['rss'] - base_rss) * 1024 / max(at['conn'], 1):,.0f} B) |")
+print(f"| barrage PSS per client (the binary's shared pages counted once, not per process) | {at['pss'] * 1024 / max(at['conn'], 1):,.0f} B (marginal {(at['pss'] - base_pss) * 1024 / max(at['conn'], 1):,.0f} B) |")
+print(f"| barrage anonymous memory per client (RssAnon: heap and stacks) | {at['anon'] * 1024 / max(at['conn'], 1):,.0f} B (marginal {(at['anon'] - base_anon) * 1024 / max(at['conn'], 1):,.0f} B) |")
 print(f"| nginx RSS per client | {(at['nginx'] - nginx0) * 1024 / max(at['conn'], 1):,.0f} B |")
 print(f"| kernel Slab (delta) per client | {(at['slab'] - slab0) / 1024:,.0f} MiB, {(at['slab'] - slab0) * 1024 / max(at['conn'], 1):,.0f} B |")
 print(f"| TCP socket buffers (sockstat mem delta) | {(at['tcpmem'] - tcpmem0) * 4 / 1024:,.1f} MiB |")

@@ -50,7 +50,7 @@ impl ContentCoding {
         }
     }
 
-    fn decodes(self) -> bool {
+    pub fn decodes(self) -> bool {
         matches!(
             self,
             ContentCoding::Gzip | ContentCoding::Deflate | ContentCoding::Br

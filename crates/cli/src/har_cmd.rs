@@ -288,7 +288,11 @@ pub fn replay_command(args: &ReplayArgs) -> anyhow::Result<i32> {
         ));
     }
     // `--target` names where everything goes: then recorded hosts need no mapping.
-    let recording = read(&args.file, &args.hosts, overrides.target.is_none())?;
+    let mut recording = read(&args.file, &args.hosts, overrides.target.is_none())?;
+    if overrides.target.is_some() && args.hosts.map_host.is_empty() {
+        // Nothing mapped: `--target` is where everything goes, never a recorded host.
+        recording.send_all_to_target();
+    }
     let mut plan = barrage_har::replay_plan(
         &recording,
         &barrage_har::ReplayOptions {

@@ -1,7 +1,9 @@
-//! `barrage record`: a recording proxy. Clients talk to `--listen` (HTTP/1.1 or cleartext
-//! HTTP/2); every request goes on to `--upstream` (HTTP/1.1, or HTTP/2 with `--upstream-h2c`;
-//! an https upstream over TLS by the proxy's own client, `barrage_http`'s) and the exchange is appended to a HAR 1.2 file as its response body ends. Bodies stream
-//! through; only their first `--max-body-size` bytes are kept. SIGINT/SIGTERM close the file.
+//! `barrage record`: a recording proxy. Clients talk to `--listen` (HTTP/1.1 or HTTP/2,
+//! cleartext or over TLS with `--tls`/`--tls-cert`); every request goes on to `--upstream`
+//! (HTTP/1.1, or HTTP/2 with `--upstream-h2c`; an https upstream over TLS by the proxy's own
+//! client, `barrage_http`'s, in HTTP/2 when the upstream offers h2 by ALPN) and the exchange
+//! is appended to a HAR 1.2 file as its response body ends. Bodies stream through; only their
+//! first `--max-body-size` bytes are kept. SIGINT/SIGTERM close the file.
 
 use crate::usage::usage;
 use crate::values;
@@ -25,6 +27,7 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant, SystemTime};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::signal::unix::{signal, SignalKind};
+use tokio_rustls::TlsAcceptor;
 
 /// How long exchanges still under way at SIGINT/SIGTERM get to finish before the file closes.
 const DRAIN: Duration = Duration::from_secs(2);
@@ -46,6 +49,21 @@ pub struct RecordHarArgs {
     /// Accept any certificate of an https upstream
     #[arg(long)]
     upstream_insecure: bool,
+    /// Speak HTTP/1.1 to an https upstream (by default h2 is offered by ALPN and used when
+    /// the upstream takes it)
+    #[arg(long)]
+    upstream_http1: bool,
+    /// Serve the listener over TLS with a generated self-signed certificate for localhost and
+    /// the loopback addresses; the second line printed names its PEM file (for a client's CA
+    /// option) and fingerprint
+    #[arg(long, conflicts_with = "tls_cert")]
+    tls: bool,
+    /// Serve the listener over TLS with this certificate chain (PEM)
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Write the recording here (HAR 1.2)
     #[arg(short = 'o', long = "output", value_name = "FILE.har")]
     output: PathBuf,
@@ -65,7 +83,7 @@ struct Upstream {
     authority: hyper::http::uri::Authority,
     prefix: String,
     h2c: bool,
-    /// An https upstream's TLS client (HTTP/1.1 offered by ALPN).
+    /// An https upstream's TLS client (h2 and HTTP/1.1 offered by ALPN, or HTTP/1.1 only).
     tls: Option<TlsClient>,
 }
 
@@ -87,6 +105,11 @@ impl Upstream {
                 "--upstream-cacert and --upstream-insecure are for https upstreams",
             ));
         }
+        if !https && args.upstream_http1 {
+            return Err(bad(
+                "--upstream-http1 is for https upstreams (an http:// one is HTTP/1.1 unless --upstream-h2c)",
+            ));
+        }
         if https && args.upstream_h2c {
             return Err(bad(
                 "--upstream-h2c is cleartext HTTP/2; give an http:// URL",
@@ -96,7 +119,11 @@ impl Upstream {
             let settings = TlsSettings {
                 ca_file: args.upstream_cacert.clone(),
                 insecure: args.upstream_insecure,
-                alpn: Alpn::Http1,
+                alpn: if args.upstream_http1 {
+                    Alpn::Http1
+                } else {
+                    Alpn::Both
+                },
                 ..TlsSettings::default()
             };
             let host = authority
@@ -178,11 +205,12 @@ pub fn record_command(args: &RecordHarArgs) -> anyhow::Result<i32> {
         failed: AtomicUsize::new(0),
         write_error: Mutex::new(None),
     });
+    let listener_tls = ListenerTls::new(args)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the proxy's runtime")?;
-    runtime.block_on(serve(listen, Arc::clone(&recorder)))?;
+    runtime.block_on(serve(listen, &listener_tls, Arc::clone(&recorder)))?;
     // Tasks still holding a connection are dropped with the runtime; the file closes here.
     drop(runtime);
     let writer = recorder
@@ -214,12 +242,58 @@ pub fn record_command(args: &RecordHarArgs) -> anyhow::Result<i32> {
     Ok(crate::usage::exit::OK)
 }
 
-async fn serve(listen: SocketAddr, recorder: Arc<Recorder>) -> anyhow::Result<()> {
+/// The listener's TLS, when clients connect over TLS: the acceptor and, for a generated
+/// certificate, its file (removed when the proxy stops) and fingerprint.
+struct ListenerTls {
+    acceptor: Option<TlsAcceptor>,
+    generated: Option<(crate::RemoveOnDrop, String)>,
+}
+
+impl ListenerTls {
+    fn new(args: &RecordHarArgs) -> anyhow::Result<Self> {
+        let protocols = barrage_target::Protocols::Any;
+        if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+            let acceptor = barrage_target::acceptor_from_pem_files(cert, key, protocols)
+                .map_err(|e| usage(format!("--tls-cert/--tls-key: {e}")))?;
+            return Ok(Self {
+                acceptor: Some(acceptor),
+                generated: None,
+            });
+        }
+        if !args.tls {
+            return Ok(Self {
+                acceptor: None,
+                generated: None,
+            });
+        }
+        let cert = barrage_target::SelfSigned::generate().context("generating the certificate")?;
+        let path = std::env::temp_dir().join(format!("barrage-record-{}.pem", std::process::id()));
+        std::fs::write(&path, &cert.cert_pem)
+            .with_context(|| format!("--tls: cannot write {}", path.display()))?;
+        let generated = crate::RemoveOnDrop(path);
+        Ok(Self {
+            acceptor: Some(cert.acceptor(protocols)?),
+            generated: Some((generated, cert.fingerprint())),
+        })
+    }
+}
+
+async fn serve(
+    listen: SocketAddr,
+    tls: &ListenerTls,
+    recorder: Arc<Recorder>,
+) -> anyhow::Result<()> {
     let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("--listen: cannot listen on {listen}"))?;
     let local = listener.local_addr()?;
     println!("barrage record listening on {local}");
+    if let Some((file, fingerprint)) = &tls.generated {
+        println!(
+            "barrage record certificate {} {fingerprint}",
+            file.0.display()
+        );
+    }
     eprintln!(
         "barrage record: forwarding to {}; stop with Ctrl-C",
         recorder.upstream.url("")
@@ -232,15 +306,27 @@ async fn serve(listen: SocketAddr, recorder: Arc<Recorder>) -> anyhow::Result<()
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
                 let recorder = Arc::clone(&recorder);
+                let acceptor = tls.acceptor.clone();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |req| {
                         forward(Arc::clone(&recorder), req)
                     });
+                    // HTTP/1.1 or HTTP/2 by the client's preface (over TLS, as ALPN chose).
                     let builder =
                         hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-                    let _ = builder
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    match acceptor {
+                        Some(acceptor) => {
+                            let Ok(stream) = acceptor.accept(stream).await else { return };
+                            let _ = builder
+                                .serve_connection(TokioIo::new(stream), service)
+                                .await;
+                        }
+                        None => {
+                            let _ = builder
+                                .serve_connection(TokioIo::new(stream), service)
+                                .await;
+                        }
+                    }
                 });
             }
             _ = interrupt.recv() => break,
@@ -320,14 +406,9 @@ async fn forward(
         .map_or("/", |p| p.as_str())
         .to_string();
     let url = upstream.url(&path_and_query);
-    let mut builder = Request::builder().method(parts.method.clone());
-    builder = if upstream.h2c {
-        builder.uri(&url).version(hyper::Version::HTTP_2)
-    } else {
-        builder
-            .uri(format!("{}{}", upstream.prefix, path_and_query))
-            .header(hyper::header::HOST, upstream.authority.as_str())
-    };
+    // The absolute URL: `exchange` makes it origin-form for HTTP/1.1 once the upstream's
+    // protocol is known.
+    let mut builder = Request::builder().method(parts.method.clone()).uri(&url);
     for (name, value) in &parts.headers {
         if !hop_by_hop(name.as_str()) && name != hyper::header::HOST {
             builder = builder.header(name, value);
@@ -336,7 +417,7 @@ async fn forward(
     let request_body = Arc::new(Mutex::new(CapturedBody::default()));
     let tee = Tee::new(body, recorder.limit, {
         let request_body = Arc::clone(&request_body);
-        move |captured, _complete| {
+        move |captured, _complete, _decoded_len| {
             *request_body.lock().unwrap_or_else(|e| e.into_inner()) = captured
         }
     });
@@ -344,11 +425,14 @@ async fn forward(
         Ok(r) => r,
         Err(e) => return Ok(failed(&recorder, format!("cannot forward: {e}"))),
     };
-    let request_headers = header_pairs(outgoing.headers());
+    let mut request_headers = header_pairs(outgoing.headers());
     let response = match send(upstream, outgoing).await {
         Ok(r) => r,
         Err(e) => return Ok(failed(&recorder, format!("upstream: {e}"))),
     };
+    if response.version() != hyper::Version::HTTP_2 {
+        request_headers.insert(0, ("host".to_string(), upstream.authority.to_string()));
+    }
     let wait = clock.elapsed();
     let (mut head, body) = response.into_parts();
     let mut exchange = Exchange {
@@ -363,6 +447,8 @@ async fn forward(
         response_headers: header_pairs(&head.headers),
         response_body: CapturedBody::default(),
         response_body_decoded: true,
+        response_wire_size: 0,
+        response_compressed: false,
         wait,
         total: wait,
     };
@@ -375,32 +461,48 @@ async fn forward(
     head.version = parts.version;
     let recorder_at_end = Arc::clone(&recorder);
     let limit = recorder.limit;
-    let tee = Tee::new(body, recorder.limit, move |captured, complete| {
-        exchange.request_body =
-            std::mem::take(&mut *request_body.lock().unwrap_or_else(|e| e.into_inner()));
-        let (body, decoded) = decoded(&exchange.response_headers, captured, limit);
-        exchange.response_body = body;
-        exchange.response_body_decoded = decoded;
-        exchange.total = clock.elapsed();
-        if complete {
-            recorder_at_end.write(&exchange);
-        } else {
-            recorder_at_end.failed.fetch_add(1, Ordering::Relaxed);
-        }
-        recorder_at_end.in_flight.fetch_sub(1, Ordering::Relaxed);
-    });
+    let coding = content_coding(&exchange.response_headers);
+    let mut tee = Tee::new(
+        body,
+        recorder.limit,
+        move |captured, complete, decoded_len| {
+            exchange.request_body =
+                std::mem::take(&mut *request_body.lock().unwrap_or_else(|e| e.into_inner()));
+            exchange.response_wire_size = captured.size;
+            let (mut body, decoded) = decoded(coding, captured, limit);
+            // A body cut by the limit is not decoded, but its decoded size was counted whole.
+            if let Some(len) = decoded_len {
+                body.size = len;
+            }
+            exchange.response_compressed = decoded_len.is_some();
+            exchange.response_body = body;
+            exchange.response_body_decoded = decoded;
+            exchange.total = clock.elapsed();
+            if complete {
+                recorder_at_end.write(&exchange);
+            } else {
+                recorder_at_end.failed.fetch_add(1, Ordering::Relaxed);
+            }
+            recorder_at_end.in_flight.fetch_sub(1, Ordering::Relaxed);
+        },
+    );
+    tee.count_decoded(coding);
     Ok(Response::from_parts(head, tee.boxed()))
 }
 
-/// The response body as HAR holds it, decoded from its `Content-Encoding`, and whether it
-/// could be: only a body kept whole, in a coding barrage knows, decoding within the limit.
-fn decoded(headers: &[(String, String)], raw: CapturedBody, limit: usize) -> (CapturedBody, bool) {
-    let coding = headers
+/// The coding of a body by its `Content-Encoding` header.
+fn content_coding(headers: &[(String, String)]) -> ContentCoding {
+    headers
         .iter()
         .find(|(name, _)| name.eq_ignore_ascii_case("content-encoding"))
         .map_or(ContentCoding::Identity, |(_, value)| {
             ContentCoding::parse(value.as_bytes())
-        });
+        })
+}
+
+/// The response body as HAR holds it, decoded from its `Content-Encoding`, and whether it
+/// could be: only a body kept whole, in a coding barrage knows, decoding within the limit.
+fn decoded(coding: ContentCoding, raw: CapturedBody, limit: usize) -> (CapturedBody, bool) {
     if coding == ContentCoding::Identity {
         return (raw, true);
     }
@@ -439,41 +541,66 @@ async fn send(upstream: &Upstream, request: Request<Tee>) -> anyhow::Result<Resp
             let stream = tls.handshake(stream).await.map_err(|kind| {
                 anyhow::anyhow!("TLS with {} failed: {kind:?}", upstream.connect_addr())
             })?;
-            exchange(TokioIo::new(stream), upstream.h2c, request).await
+            let h2 = stream.alpn_is_h2();
+            exchange(TokioIo::new(stream), h2, &upstream.authority, request).await
         }
-        None => exchange(TokioIo::new(stream), upstream.h2c, request).await,
+        None => {
+            exchange(
+                TokioIo::new(stream),
+                upstream.h2c,
+                &upstream.authority,
+                request,
+            )
+            .await
+        }
     }
 }
 
+/// Sends `request` (its URI absolute) over `io` in HTTP/2 when `h2`, else in HTTP/1.1 with
+/// an origin-form target and a `Host` header.
 async fn exchange<IO>(
     io: IO,
-    h2c: bool,
-    request: Request<Tee>,
+    h2: bool,
+    authority: &hyper::http::uri::Authority,
+    mut request: Request<Tee>,
 ) -> anyhow::Result<Response<Incoming>>
 where
     IO: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    if h2c {
+    if h2 {
+        *request.version_mut() = hyper::Version::HTTP_2;
         let (mut sender, connection) =
             hyper::client::conn::http2::handshake(TokioExecutor::new(), io).await?;
         tokio::spawn(connection);
         Ok(sender.send_request(request).await?)
     } else {
+        let origin_form: Uri = request
+            .uri()
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .parse()?;
+        *request.uri_mut() = origin_form;
+        request
+            .headers_mut()
+            .insert(hyper::header::HOST, authority.as_str().parse()?);
         let (mut sender, connection) = hyper::client::conn::http1::handshake(io).await?;
         tokio::spawn(connection);
         Ok(sender.send_request(request).await?)
     }
 }
 
-type OnEnd = Box<dyn FnOnce(CapturedBody, bool) + Send + Sync>;
+type OnEnd = Box<dyn FnOnce(CapturedBody, bool, Option<u64>) + Send + Sync>;
 
-/// A body passed through as it is, its first bytes kept; `on_end` gets them (and whether the
-/// body ended rather than broke off) once, at its end or when it is dropped.
+/// A body passed through as it is, its first bytes kept; `on_end` gets them, whether the
+/// body ended rather than broke off, and (with [`Tee::count_decoded`]) the size it decoded
+/// to, once, at its end or when it is dropped.
 struct Tee {
     inner: Incoming,
     captured: CapturedBody,
     limit: usize,
     ended: bool,
+    /// Decodes a content-encoded body as it passes, keeping nothing, to count its size.
+    decoder: Option<Mutex<BodySink>>,
     on_end: Option<OnEnd>,
 }
 
@@ -481,21 +608,36 @@ impl Tee {
     fn new(
         inner: Incoming,
         limit: usize,
-        on_end: impl FnOnce(CapturedBody, bool) + Send + Sync + 'static,
+        on_end: impl FnOnce(CapturedBody, bool, Option<u64>) + Send + Sync + 'static,
     ) -> Self {
         Self {
             inner,
             captured: CapturedBody::default(),
             limit,
             ended: false,
+            decoder: None,
             on_end: Some(Box::new(on_end)),
+        }
+    }
+
+    /// Counts the decoded size of a body in `coding` (one barrage decodes) as it passes.
+    fn count_decoded(&mut self, coding: ContentCoding) {
+        if coding.decodes() {
+            let mut sink = BodySink::default();
+            sink.start(false, 0);
+            sink.set_coding(coding);
+            self.decoder = Some(Mutex::new(sink));
         }
     }
 
     fn finish(&mut self) {
         if let Some(on_end) = self.on_end.take() {
             let complete = self.ended || self.inner.is_end_stream();
-            on_end(std::mem::take(&mut self.captured), complete);
+            let decoded_len = self
+                .decoder
+                .as_mut()
+                .and_then(|d| d.get_mut().unwrap_or_else(|e| e.into_inner()).decoded_len());
+            on_end(std::mem::take(&mut self.captured), complete, decoded_len);
         }
     }
 }
@@ -513,6 +655,11 @@ impl Body for Tee {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     this.captured.push(data, this.limit);
+                    if let Some(decoder) = this.decoder.as_mut() {
+                        let sink = decoder.get_mut().unwrap_or_else(|e| e.into_inner());
+                        // A body that does not decode has no decoded size; it still passes.
+                        let _ = sink.push(data);
+                    }
                 }
                 Poll::Ready(Some(Ok(frame)))
             }

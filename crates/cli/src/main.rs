@@ -529,7 +529,7 @@ fn target_command(args: &TargetArgs) -> anyhow::Result<i32> {
 }
 
 /// Removes a file when dropped.
-struct RemoveOnDrop(PathBuf);
+pub(crate) struct RemoveOnDrop(pub(crate) PathBuf);
 
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {

@@ -5,6 +5,7 @@ use crate::cookies::Jar;
 use crate::session::binds::WaitSpec;
 use crate::session::custom::{sample_number, SampleSource};
 use crate::session::program::Instr;
+use crate::session::request::CompiledRequest;
 use crate::session::state::SessionState;
 use crate::session::values::{CValue, Eval};
 use crate::session::CompiledSession;
@@ -42,11 +43,56 @@ pub(crate) struct Client {
     pub(crate) jar: Option<Box<Jar>>,
     /// Connects that failed in a row: the next attempt waits longer (see `exchange.rs`).
     pub(crate) connect_failures: u32,
-    /// Scripted VUs: the origin its connection goes to.
-    pub(crate) script_origin: Option<crate::scripted_client::ScriptOrigin>,
+    /// Scripted VUs: the origin its connection goes to (boxed: only k6 scripts set it, and
+    /// every waiting client of the other front ends would carry its bytes).
+    pub(crate) script_origin: Option<Box<crate::scripted_client::ScriptOrigin>>,
     /// Its way to the last origin other than the target it went to (a cross-origin
     /// redirect), with that origin's connection; boxed: most clients never go elsewhere.
     pub(crate) other_origin: Option<Box<crate::origins::OtherOrigin>>,
+}
+
+/// How a client's program holds a request in flight. Two types, not a flag: a future's size
+/// is that of its largest state, so a program that could hold the request inline would be as
+/// large as one that always does.
+pub(crate) trait RequestMode {
+    fn send<'a>(
+        client: &'a mut Client,
+        worker: &'a Worker,
+        request: &'a CompiledRequest,
+        start: Instant,
+    ) -> impl std::future::Future<Output = bool> + 'a;
+}
+
+/// The request's future inline in the client's: no allocation per request, for clients that
+/// are busy anyway (sessions without waits, VUs looping).
+pub(crate) struct Inline;
+
+/// The request's future boxed while in flight: the request's state (the exchange, its
+/// timeout, the parse) is most of a client's future, and a client waiting between requests
+/// (think times, heartbeats) then holds only the small rest, for one allocation per request
+/// (~1.5 KiB, which glibc serves outside its thread cache: ~500 instructions).
+pub(crate) struct Boxed;
+
+impl RequestMode for Inline {
+    fn send<'a>(
+        client: &'a mut Client,
+        worker: &'a Worker,
+        request: &'a CompiledRequest,
+        start: Instant,
+    ) -> impl std::future::Future<Output = bool> + 'a {
+        client.request(worker, request, start)
+    }
+}
+
+impl RequestMode for Boxed {
+    fn send<'a>(
+        client: &'a mut Client,
+        worker: &'a Worker,
+        request: &'a CompiledRequest,
+        start: Instant,
+    ) -> impl std::future::Future<Output = bool> + 'a {
+        Box::pin(client.request(worker, request, start))
+    }
 }
 
 /// How a session ended.
@@ -114,16 +160,19 @@ impl Client {
     /// from their actual start.
     /// The caller counts the session as started when it admits it (see `Worker::session_started`).
     /// Returns when the iteration ended.
-    pub(crate) async fn run_iteration(
+    ///
+    /// `M`: whether each request's future is boxed while in flight ([`Boxed`], for sessions
+    /// that wait between requests, whose clients spend most of their life idle) or inline.
+    pub(crate) async fn run_iteration<M: RequestMode>(
         &mut self,
         worker: &Worker,
         session: &CompiledSession,
         intended_start: Instant,
     ) -> Instant {
         let ending = if session.endless {
-            self.run_endless(worker, session, intended_start).await
+            self.run_endless::<M>(worker, session, intended_start).await
         } else {
-            self.run_program(worker, session, intended_start, &Cell::new(false))
+            self.run_program::<M>(worker, session, intended_start, &Cell::new(false))
                 .await
         };
         let ended = Instant::now();
@@ -142,7 +191,7 @@ impl Client {
     /// Runs a session with a `for_ever` loop: once the test's iterations are over (or the run
     /// is stopped), a client inside the loop is cut off at once — mid-request or mid-wait —
     /// instead of holding the run through the grace period for a session that cannot end.
-    async fn run_endless(
+    async fn run_endless<M: RequestMode>(
         &mut self,
         worker: &Worker,
         session: &CompiledSession,
@@ -150,7 +199,7 @@ impl Client {
     ) -> Ending {
         let inside = Cell::new(false);
         let (ending, cut) = {
-            let program = self.run_program(worker, session, intended_start, &inside);
+            let program = self.run_program::<M>(worker, session, intended_start, &inside);
             tokio::pin!(program);
             tokio::select! {
                 ending = &mut program => (ending, false),
@@ -183,7 +232,7 @@ impl Client {
             .holds(self.eval(worker), &mut worker.scratch.borrow_mut().check)
     }
 
-    async fn run_program(
+    async fn run_program<M: RequestMode>(
         &mut self,
         worker: &Worker,
         session: &CompiledSession,
@@ -203,7 +252,8 @@ impl Client {
                 Instr::Request(index) => {
                     let request = &session.requests[index as usize];
                     let start = intended.take().unwrap_or_else(Instant::now);
-                    let ok = self.request(worker, request, start).await;
+                    // Inline or boxed while in flight, as the caller chose (see `Boxed`).
+                    let ok = M::send(self, worker, request, start).await;
                     if !ok && request.abort_on_error {
                         return Ending::Failed;
                     }
@@ -225,6 +275,16 @@ impl Client {
                     let check = session.checks[index as usize];
                     let holds = self.holds(worker, session, check.condition);
                     worker.record_check(check.metric, holds);
+                    if !holds && check.keep_failed_values {
+                        let scratch = &mut worker.scratch.borrow_mut().check;
+                        let (expected, actual) = session.conditions[check.condition as usize]
+                            .failed_sides(self.eval(worker), scratch);
+                        worker.metrics.borrow_mut().record_failed_value(
+                            check.metric,
+                            expected,
+                            actual,
+                        );
+                    }
                     if !holds && check.fatal {
                         return Ending::Failed;
                     }
@@ -318,5 +378,39 @@ mod tests {
         assert_eq!(count(n(f64::NAN), &mut text), 0);
         assert_eq!(count(n(0.5), &mut text), 0);
         assert_eq!(count(n(3.0), &mut text), 3);
+    }
+}
+
+#[cfg(test)]
+mod size {
+    use super::*;
+    use crate::session::CompiledSession;
+
+    fn future_size<'a, F, Fut>(_: F) -> usize
+    where
+        F: FnOnce(&'a mut Client, &'a Worker, &'a CompiledSession, Instant) -> Fut,
+    {
+        std::mem::size_of::<Fut>()
+    }
+
+    /// A waiting client (think time, a heartbeat's pause) is its task: the `Client` and its
+    /// iteration's future. With the request boxed while in flight (sessions that wait), that
+    /// future is the small rest (2,248 bytes with the request inline); this fails when either
+    /// regrows.
+    #[test]
+    fn a_waiting_client_stays_small() {
+        let client = std::mem::size_of::<Client>();
+        let iteration = future_size(Client::run_iteration::<Boxed>);
+        assert!(client <= 336, "Client is {client} bytes");
+        assert!(
+            iteration <= 768,
+            "the iteration's future is {iteration} bytes"
+        );
+        // Sessions that never wait keep the request inline (no allocation per request).
+        let inline = future_size(Client::run_iteration::<Inline>);
+        assert!(
+            inline > 1500,
+            "the inline iteration's future is {inline} bytes"
+        );
     }
 }

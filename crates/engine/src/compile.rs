@@ -172,6 +172,18 @@ impl CompiledPlan {
         &self.sessions[index.min(self.sessions.len() - 1)]
     }
 
+    /// Whether any session waits between requests (think times, pauses): its clients then
+    /// spend most of their life idle, and box each request while it is in flight so that an
+    /// idle client holds only its small state (see `Client::run_iteration`).
+    pub(crate) fn idles(&self) -> bool {
+        use crate::session::program::Instr;
+        self.sessions.iter().any(|s| {
+            s.program
+                .iter()
+                .any(|i| matches!(i, Instr::Wait(_) | Instr::WaitFor(_)))
+        })
+    }
+
     /// Picks a session by weight; with one session no random number is drawn.
     pub(crate) fn pick_session(&self, rng: &mut impl Rng) -> &CompiledSession {
         if self.sessions.len() == 1 {
@@ -269,6 +281,7 @@ mod tests {
                     expected: Value::Number { value: 200.0 },
                 },
                 fatal,
+                keep_failed_values: false,
             })
         };
         let mut plan = plan(&[1, 1]);

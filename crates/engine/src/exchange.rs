@@ -103,8 +103,24 @@ impl Client {
         let mut start = intended;
         let mut hops_left = request.max_redirects;
         let mut with_cookies = self.jar.is_some().then(|| worker.request_buffers.take());
-        // The hop's URL when it goes to an origin other than the plan target.
+        // The hop's URL when it goes to an origin other than the plan target: from the first
+        // hop for a request to another origin.
         let mut elsewhere: Option<url::Url> = None;
+        if let Some(origin) = &request.origin {
+            let url = origin.join(redirect::request_path(&bytes)).ok();
+            let routed = match &url {
+                Some(url) => self.route_to_other(worker, url).await.map(|_| ()),
+                None => Err(barrage_metrics::ErrorKind::Connect),
+            };
+            if let Err(kind) = routed {
+                let prepared = bytes.len() as u64;
+                worker.record_error(request.tag, intended, kind, prepared, 0, request_id);
+                let capacity = bytes.capacity();
+                worker.request_buffers.give(bytes, capacity);
+                return false;
+            }
+            elsewhere = url;
+        }
         let mut chain = Chain {
             intended,
             connect: None,
@@ -291,7 +307,13 @@ impl Client {
                 if phases.connect.is_some() {
                     (chain.connect, chain.tls) = (phases.connect, phases.tls);
                 }
-                let here = (request.cookie_header.is_some() || request.location_header.is_some())
+                // The hop's URL (parsed, allocated) only when a jar stores cookies by it or a
+                // redirect resolves against it: not for every response of a test that could
+                // redirect (quick follows redirects, as hey does).
+                let follows =
+                    request.location_header.is_some() && redirect::is_redirect(exchange.status);
+                let stores_cookies = request.cookie_header.is_some() && self.jar.is_some();
+                let here = (follows || stores_cookies)
                     .then(|| hop_url(worker, elsewhere, bytes))
                     .flatten();
                 if let (Some(index), Some(jar), Some(captured), Some(url)) = (

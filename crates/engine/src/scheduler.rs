@@ -193,18 +193,19 @@ async fn until(deadline: Option<Instant>) {
     }
 }
 
-/// Publishes a copy of the worker's metrics every period (only when snapshots are on).
+/// Publishes a copy of the worker's metrics when the last one was merged, looking once a
+/// period (only when snapshots are on).
 async fn publish_snapshots(worker: Rc<Worker>) {
     let mut ticks = tokio::time::interval(SNAPSHOT_PERIOD);
+    let snapshots = &worker.run.control.snapshots;
     loop {
         ticks.tick().await;
+        if !snapshots.wants(worker.run.index) {
+            continue;
+        }
         let copy = worker.metrics.borrow().clone();
         let at = worker.run.run_start.elapsed();
-        worker
-            .run
-            .control
-            .snapshots
-            .publish(worker.run.index, copy, at);
+        snapshots.publish(worker.run.index, copy, at);
     }
 }
 

@@ -399,10 +399,10 @@ impl Client {
                     .map_err(|kind| format!("{}: {}", url.host, kind.description()))?,
             )
         };
-        self.script_origin = Some(ScriptOrigin {
+        self.script_origin = Some(Box::new(ScriptOrigin {
             origin: url.origin.to_string(),
             addrs,
-        });
+        }));
         Ok(())
     }
 }

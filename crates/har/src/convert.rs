@@ -57,6 +57,10 @@ pub fn convert(recording: &Recording, options: &ConvertOptions) -> Converted {
         "definition.setTarget({});",
         js_string(&recording.target.to_string())
     );
+    // The other origins of a recording spanning several: their requests name them by URL.
+    for origin in recording.other_origins() {
+        let _ = writeln!(out, "definition.addTarget({});", js_string(&origin));
+    }
     out.push_str("definition.setArrivalPhases([{ duration: 10, rate: 1 }]);\n");
     out.push_str("definition.setTestOptions({ cookies: true });\n");
     if recording.requests().any(|r| r.static_kind.is_some()) {
@@ -74,15 +78,12 @@ pub fn convert(recording: &Recording, options: &ConvertOptions) -> Converted {
     Converted { script: out, files }
 }
 
-/// Written when the recording has static assets: `exclude_tags` leaves requests out by tag,
-/// matched as `--exclude-tags` matches ([`crate::recording::tag_matches`]).
-const EXCLUDE_TAGS: &str =
-    "\n// Requests whose tag is listed here, or begins with the listed words, are left out:
-// [\"static\"] skips every static asset, [\"static image\"] images only.
-const exclude_tags = [];
-function excluded(tag) {
-  return exclude_tags.some(function (t) { return tag === t || tag.indexOf(t + \" \") === 0; });
-}
+/// Written when the recording has static assets: the test option `exclude_tags` leaves
+/// requests out by tag, matched as `--exclude-tags` matches ([`barrage_plan::tag_matches`]).
+const EXCLUDE_TAGS: &str = "
+// Requests whose tag is listed in exclude_tags, or begins with the listed words, are left
+// out: [\"static\"] skips every static asset, [\"static image\"] images only.
+definition.setTestOptions({ exclude_tags: [] });
 ";
 
 fn plural(n: usize) -> &'static str {
@@ -110,16 +111,11 @@ fn write_session(
             let _ = writeln!(out, "  session.wait({});", seconds(request.think));
         }
         let subs = &correlation.substitutions[i];
-        if request.static_kind.is_some() {
-            let _ = write!(out, "  if (!excluded({})) ", js_string(&request.tag));
-        } else {
-            out.push_str("  ");
-        }
         let _ = writeln!(
             out,
-            "session.{}({}, {{",
+            "  session.{}({}, {{",
             request.method.as_str().to_ascii_lowercase(),
-            path_literal(&request.path, subs)
+            path_literal(request.origin.as_ref(), &request.path, subs)
         );
         let _ = writeln!(out, "    tag: {},", js_string(&request.tag));
         write_headers(out, request, subs);
@@ -175,13 +171,23 @@ pub fn path_pieces(path: &str, subs: &[(String, String)]) -> Vec<Piece> {
     out
 }
 
-fn path_literal(path: &str, subs: &[(String, String)]) -> String {
-    let text: String = path_pieces(path, subs)
-        .into_iter()
-        .map(|piece| match piece {
-            Piece::Text(text) => text,
-            Piece::Var(var) => format!(":{var}"),
-        })
+/// The request's path as a JS string, with its origin before it (an absolute URL) when it
+/// goes to another than the test's target.
+fn path_literal(
+    origin: Option<&barrage_plan::Target>,
+    path: &str,
+    subs: &[(String, String)],
+) -> String {
+    let origin = origin.map(ToString::to_string).unwrap_or_default();
+    let text: String = std::iter::once(origin)
+        .chain(
+            path_pieces(path, subs)
+                .into_iter()
+                .map(|piece| match piece {
+                    Piece::Text(text) => text,
+                    Piece::Var(var) => format!(":{var}"),
+                }),
+        )
         .collect();
     js_string(&text)
 }
@@ -289,8 +295,11 @@ mod tests {
     #[test]
     fn paths_keep_values_that_cannot_be_placeholders() {
         let subs = vec![("abc12345".to_string(), "id".to_string())];
-        assert_eq!(path_literal("/o/abc12345/x", &subs), "\"/o/:id/x\"");
-        assert_eq!(path_literal("/o/abc12345x", &subs), "\"/o/abc12345x\"");
+        assert_eq!(path_literal(None, "/o/abc12345/x", &subs), "\"/o/:id/x\"");
+        assert_eq!(
+            path_literal(None, "/o/abc12345x", &subs),
+            "\"/o/abc12345x\""
+        );
         assert_eq!(
             path_pieces("abc12345/x", &subs),
             vec![Piece::Text("abc12345/x".into())]

@@ -100,6 +100,9 @@ pub struct RecordedResponse {
 pub struct RecordedRequest {
     /// Index in `log.entries`, for messages.
     pub entry: usize,
+    /// Where it goes when that is not [`Recording::target`] (the first request's origin): a
+    /// recording spanning several hosts keeps each one, mapped by `--map-host`.
+    pub origin: Option<Target>,
     pub method: Method,
     /// Path and query as recorded (a `:` that would read as a placeholder is `%3A`).
     pub path: String,
@@ -148,8 +151,9 @@ pub struct Flow {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recording {
-    /// Where requests go: the mapped origin, or the recorded one when nothing is mapped
-    /// (`convert` without `--map-host`).
+    /// Where requests go (those of the first request's origin; others name their own in
+    /// [`RecordedRequest::origin`]): the mapped origin, or the recorded one when nothing is
+    /// mapped (`convert` without `--map-host`).
     pub target: Target,
     pub flows: Vec<Flow>,
     /// Entries left out by `--skip-host`.
@@ -174,7 +178,7 @@ impl Recording {
             .map(Entry::started)
             .min()
             .expect("a checked recording has entries");
-        let mut target: Option<(Target, usize)> = None;
+        let mut target: Option<Target> = None;
         let mut flows: Vec<Flow> = Vec::new();
         let mut skipped = 0;
         let mut order: Vec<usize> = (0..har.log.entries.len()).collect();
@@ -205,22 +209,14 @@ impl Recording {
                 }
                 None => recorded.clone(),
             };
-            match &target {
-                None => target = Some((mapped, index)),
-                Some((first, first_index)) if *first != mapped => {
-                    return Err(at(
-                        "request.url",
-                        format!(
-                            "goes to {}://{} but entry {first_index} to {}://{}; a test has one target: map both hosts to one origin with --map-host, or --skip-host one",
-                            mapped.scheme.as_str(),
-                            mapped.authority(),
-                            first.scheme.as_str(),
-                            first.authority()
-                        ),
-                    ))
+            // The first request's origin is the plan target; requests to any other keep theirs.
+            let origin = match &target {
+                None => {
+                    target = Some(mapped);
+                    None
                 }
-                Some(_) => {}
-            }
+                Some(first) => (*first != mapped).then_some(mapped),
+            };
             let flow_name = entry
                 .pageref
                 .as_ref()
@@ -255,6 +251,7 @@ impl Recording {
             .filter(|b| !b.is_empty());
             flow.requests.push(RecordedRequest {
                 entry: index,
+                origin,
                 method,
                 tag: tag(method, &path, static_kind),
                 path: escape_placeholders(&path),
@@ -268,7 +265,7 @@ impl Recording {
                 response,
             });
         }
-        let Some((target, _)) = target else {
+        let Some(target) = target else {
             return Err(HarError::new(
                 file,
                 "log.entries: every request was left out by --skip-host",
@@ -282,7 +279,7 @@ impl Recording {
         })
     }
 
-    /// Leaves out the requests whose tag matches one of `patterns` (see [`tag_matches`]);
+    /// Leaves out the requests whose tag matches one of `patterns` (see [`barrage_plan::tag_matches`]);
     /// think times are the gaps to the requests kept. Returns how many were left out.
     pub fn exclude_tags(&mut self, patterns: &[String]) -> Result<usize, String> {
         if patterns.is_empty() {
@@ -293,7 +290,7 @@ impl Recording {
             let before = flow.requests.len();
             let mut kept: Vec<RecordedRequest> = Vec::with_capacity(before);
             for mut request in flow.requests.drain(..) {
-                if patterns.iter().any(|p| tag_matches(&request.tag, p)) {
+                if barrage_plan::excluded_by(&request.tag, patterns) {
                     continue;
                 }
                 request.think = think_time(kept.last(), request.offset);
@@ -313,6 +310,28 @@ impl Recording {
             ));
         }
         Ok(excluded)
+    }
+
+    /// Sends every request to [`Recording::target`] (`replay --target URL` with no host
+    /// mapped: the recorded hosts are never sent to).
+    pub fn send_all_to_target(&mut self) {
+        for flow in &mut self.flows {
+            for request in &mut flow.requests {
+                request.origin = None;
+            }
+        }
+    }
+
+    /// The origins requests go to besides [`Recording::target`], in order of first use.
+    pub fn other_origins(&self) -> Vec<String> {
+        let mut origins: Vec<String> = Vec::new();
+        for origin in self.requests().filter_map(|r| r.origin.as_ref()) {
+            let origin = origin.to_string();
+            if !origins.contains(&origin) {
+                origins.push(origin);
+            }
+        }
+        origins
     }
 
     /// Every request, flow after flow.
@@ -340,18 +359,6 @@ fn think_time(previous: Option<&RecordedRequest>, offset: Duration) -> Duration 
             Duration::from_millis(gap.as_millis() as u64)
         }
     })
-}
-
-/// Whether `tag` is matched by an `--exclude-tags` pattern: the same tag, or its first words
-/// (`static` matches `static css` and `static image`; `GET /api` does not match
-/// `GET /api/items`).
-pub fn tag_matches(tag: &str, pattern: &str) -> bool {
-    let pattern = pattern.trim();
-    !pattern.is_empty()
-        && (tag == pattern
-            || tag
-                .strip_prefix(pattern)
-                .is_some_and(|rest| rest.starts_with(' ')))
 }
 
 fn since(start: time::OffsetDateTime, entry: &Entry) -> Duration {

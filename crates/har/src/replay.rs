@@ -226,13 +226,12 @@ fn comparisons(request: &RecordedRequest, step: &mut RequestStep, steps: &mut Ve
             },
         },
         fatal: false,
+        // The report says which statuses came from the tag's status codes.
+        keep_failed_values: false,
     }));
     if !recorded.content_type.is_empty() {
         steps.push(Step::Check(Check {
-            name: format!(
-                "{}: content type {} as recorded",
-                request.tag, recorded.content_type
-            ),
+            name: barrage_plan::content_type_check_name(&request.tag, &recorded.content_type),
             condition: Condition {
                 value: Value::Var {
                     name: content_type_var,
@@ -241,17 +240,19 @@ fn comparisons(request: &RecordedRequest, step: &mut RequestStep, steps: &mut Ve
                 expected: Value::text(recorded.content_type.clone()),
             },
             fatal: false,
+            keep_failed_values: true,
         }));
     }
     if let Some(shape) = shape {
         steps.push(Step::Check(Check {
-            name: format!("{}: JSON shape as recorded", request.tag),
+            name: barrage_plan::json_shape_check_name(&request.tag),
             condition: Condition {
                 value: Value::Var { name: shape_var },
                 op: CompareOp::Eq,
                 expected: Value::text(shape),
             },
             fatal: false,
+            keep_failed_values: true,
         }));
     }
 }
@@ -375,6 +376,7 @@ fn request_step(request: &RecordedRequest, tag: usize, subs: &[(String, String)]
         })
         .collect();
     let mut step = RequestStep::simple(request.method, path, tag);
+    step.origin = request.origin.clone();
     step.headers = request
         .headers
         .iter()

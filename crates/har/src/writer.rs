@@ -59,11 +59,19 @@ pub struct Exchange {
     pub status: u16,
     pub status_text: String,
     pub response_headers: Vec<(String, String)>,
-    /// Decoded from its `Content-Encoding` (HAR holds bodies decoded).
+    /// Decoded from its `Content-Encoding` (HAR holds bodies decoded); its `size` is the
+    /// decoded size (HAR `content.size`) when the whole body decoded, else the wire size.
     pub response_body: CapturedBody,
     /// False when the body could not be decoded (cut by the limit, or an unknown coding): the
     /// entry then holds its size but no text.
     pub response_body_decoded: bool,
+    /// The body's bytes as received, content-encoded (HAR `response.bodySize`); with a
+    /// `Content-Encoding` whose decoded size is known, `content.compression` is the bytes
+    /// it saved.
+    pub response_wire_size: u64,
+    /// Whether `response_body.size` is the decoded size of a content-encoded body (so
+    /// `content.compression` can be written).
+    pub response_compressed: bool,
     /// From the request's start to the response's head.
     pub wait: Duration,
     /// From the request's start to the response body's end.
@@ -180,6 +188,22 @@ fn millis(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0
 }
 
+/// HAR `response.headersSize`: the bytes from the status line to the blank line before the
+/// body, as an HTTP/1.x response writes them (`name: value` lines); -1 for HTTP/2, whose
+/// headers travel HPACK-compressed in frames (browsers write -1 there too).
+fn response_headers_size(x: &Exchange) -> i64 {
+    if !x.http_version.starts_with("HTTP/1") {
+        return -1;
+    }
+    let status_line = format!("{} {} {}\r\n", x.http_version, x.status, x.status_text);
+    let fields: usize = x
+        .response_headers
+        .iter()
+        .map(|(name, value)| name.len() + 2 + value.len() + 2)
+        .sum();
+    (status_line.len() + fields + 2) as i64
+}
+
 /// The HAR entry of one exchange, with the fields HAR 1.2 requires that the reader's model
 /// leaves out (`cache`, `timings`, header and body sizes) and `_truncated` on cut bodies.
 fn entry_json(x: &Exchange) -> serde_json::Value {
@@ -242,8 +266,12 @@ fn entry_json(x: &Exchange) -> serde_json::Value {
     json["request"]["bodySize"] = x.request_body.size.into();
     json["response"]["httpVersion"] = x.http_version.clone().into();
     json["response"]["cookies"] = serde_json::json!([]);
-    json["response"]["headersSize"] = (-1).into();
-    json["response"]["bodySize"] = x.response_body.size.into();
+    json["response"]["headersSize"] = response_headers_size(x).into();
+    json["response"]["bodySize"] = x.response_wire_size.into();
+    if x.response_compressed {
+        let saved = x.response_body.size as i64 - x.response_wire_size as i64;
+        json["response"]["content"]["compression"] = saved.into();
+    }
     if x.response_body.truncated() {
         json["response"]["content"]["_truncated"] = true.into();
     }
@@ -275,8 +303,10 @@ mod tests {
             status: 201,
             status_text: "Created".into(),
             response_headers: vec![("content-type".into(), "text/plain".into())],
+            response_wire_size: resp.size,
             response_body: resp,
             response_body_decoded: true,
+            response_compressed: false,
             wait: Duration::from_micros(1_500),
             total: Duration::from_micros(2_250),
         }
@@ -315,6 +345,38 @@ mod tests {
         let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(json["log"]["entries"][0]["timings"]["wait"], 1.5);
         assert!(json["log"]["entries"][0]["cache"].is_object());
+    }
+
+    #[test]
+    fn compressed_responses_keep_wire_and_decoded_sizes_apart() {
+        let mut x = exchange(b"", &[b'a'; 1000], 2000);
+        x.response_wire_size = 40;
+        x.response_compressed = true;
+        x.response_headers = vec![
+            ("content-type".into(), "text/plain".into()),
+            ("content-encoding".into(), "gzip".into()),
+        ];
+        let plain = exchange(b"", b"made", 100);
+        let json: serde_json::Value = serde_json::from_slice(&written(&[x, plain])).unwrap();
+        let response = &json["log"]["entries"][0]["response"];
+        assert_eq!(response["bodySize"], 40);
+        assert_eq!(response["content"]["size"], 1000);
+        assert_eq!(response["content"]["compression"], 960);
+        // "HTTP/1.1 201 Created\r\n" (22), two fields (26 + 24), the blank line (2).
+        assert_eq!(response["headersSize"], 22 + 26 + 24 + 2);
+        // Without a coding: the same size twice, nothing saved.
+        let response = &json["log"]["entries"][1]["response"];
+        assert_eq!(
+            (&response["bodySize"], &response["content"]["size"]),
+            (&4.into(), &4.into())
+        );
+        assert!(response["content"].get("compression").is_none());
+        assert_eq!(response["headersSize"], 22 + 26 + 2);
+        // HTTP/2 headers are compressed in frames: no size to give.
+        let mut h2 = exchange(b"", b"made", 100);
+        h2.http_version = "HTTP/2".into();
+        let json: serde_json::Value = serde_json::from_slice(&written(&[h2])).unwrap();
+        assert_eq!(json["log"]["entries"][0]["response"]["headersSize"], -1);
     }
 
     #[test]

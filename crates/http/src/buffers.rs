@@ -6,11 +6,17 @@ use std::ops::{Deref, DerefMut};
 
 /// Size of a read buffer; a response head must fit in [`MAX_HEAD`], bodies stream through.
 pub(crate) const READ_BUFFER: usize = 16 * 1024;
+/// Buffers kept resting in the pool; more are freed when they come back. A burst (tens of
+/// thousands of clients connecting, each first request in flight at once) would otherwise
+/// keep a buffer per request of its peak for the rest of the run — 16 KiB each, more than the
+/// waiting clients themselves — while freed, that memory serves the clients' own state.
+pub(crate) const MAX_IDLE: usize = 256;
 pub(crate) const MAX_HEAD: usize = 64 * 1024;
 
 /// A pool of read buffers for the connections of one thread. Exchanges borrow a buffer when
 /// they start and give it back when they end (or are cancelled), so the pool holds as many
-/// buffers as exchanges were ever in flight at once, whatever the number of connections.
+/// buffers as exchanges are in flight at once (and at most [`MAX_IDLE`] more), whatever the
+/// number of connections.
 #[derive(Debug, Default)]
 pub struct ReadBuffers {
     free: RefCell<Vec<Vec<u8>>>,
@@ -64,7 +70,9 @@ impl Drop for LentBuffer<'_> {
             buf.shrink_to_fit();
         }
         if let Ok(mut free) = self.pool.free.try_borrow_mut() {
-            free.push(buf);
+            if free.len() < MAX_IDLE {
+                free.push(buf);
+            }
         }
     }
 }
@@ -86,5 +94,13 @@ mod tests {
         let a = pool.lend();
         assert_eq!(a.len(), READ_BUFFER);
         assert_eq!(pool.idle(), 1);
+    }
+
+    #[test]
+    fn a_burst_leaves_at_most_the_idle_limit_behind() {
+        let pool = ReadBuffers::new();
+        let burst: Vec<_> = (0..MAX_IDLE + 100).map(|_| pool.lend()).collect();
+        drop(burst);
+        assert_eq!(pool.idle(), MAX_IDLE);
     }
 }

@@ -140,6 +140,15 @@ impl Connection {
                 .map_err(|e| classify_io_error(&e, false))?;
         }
         let written_at = Instant::now();
+        // Borrow the read buffer once the response is there, not while waiting for it: the
+        // exchanges of a thread then share the one or two buffers being read into, hot in
+        // cache, instead of each holding its own (500 connections held 500 cold 16 KiB
+        // buffers). TLS may already hold decrypted bytes, so it reads at once.
+        if let Stream::Plain(tcp) = &self.stream {
+            tcp.readable()
+                .await
+                .map_err(|e| classify_io_error(&e, false))?;
+        }
         let mut buf = buffers.lend();
 
         // Read until the head is complete, skipping interim 1xx responses.
@@ -384,6 +393,53 @@ mod tests {
             );
             assert_eq!(conn.exchanges(), 4);
         }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn exchanges_waiting_for_their_responses_hold_no_read_buffer() {
+        // A server that answers only once all four requests are in: the four exchanges wait
+        // at the same time, then read one after the other.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let mut sockets = Vec::new();
+            for _ in 0..4 {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let mut buf = [0u8; 4096];
+                let _ = socket.read(&mut buf).await.unwrap();
+                sockets.push(socket);
+            }
+            for socket in &mut sockets {
+                socket
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    .await
+                    .unwrap();
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        });
+        let mut conns = Vec::new();
+        for _ in 0..4 {
+            conns.push(Connection::new(connect(&[addr]).await.unwrap()));
+        }
+        let buffers = ReadBuffers::new();
+        let request = get();
+        let [a, b, c, d] = &mut conns[..] else {
+            unreachable!()
+        };
+        let results = tokio::join!(
+            a.exchange(&buffers, request.as_bytes(), true, None),
+            b.exchange(&buffers, request.as_bytes(), true, None),
+            c.exchange(&buffers, request.as_bytes(), true, None),
+            d.exchange(&buffers, request.as_bytes(), true, None),
+        );
+        for result in [results.0, results.1, results.2, results.3] {
+            assert_eq!(result.unwrap().status, 200);
+        }
+        assert_eq!(
+            buffers.idle(),
+            1,
+            "one buffer served the four exchanges: none was held while waiting"
+        );
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -320,6 +320,36 @@ pub struct CheckCounts {
     pub fatal: bool,
     pub passed: u64,
     pub failed: u64,
+    /// For checks that keep them (replay's comparisons with the recording): the first
+    /// [`MAX_FAILED_VALUES`] distinct values they failed on, with how often; failures past
+    /// those are in `failed` only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_values: Vec<FailedValue>,
+}
+
+/// Distinct failing values a check keeps.
+pub const MAX_FAILED_VALUES: usize = 8;
+
+/// Bytes of a failing value kept (longer ones are cut at a character boundary).
+pub const MAX_FAILED_VALUE_LEN: usize = 1024;
+
+/// A value a check failed on, what it expected then, and how many failures it was.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FailedValue {
+    pub expected: String,
+    pub actual: String,
+    pub count: u64,
+}
+
+fn cut(text: &str) -> &str {
+    if text.len() <= MAX_FAILED_VALUE_LEN {
+        return text;
+    }
+    let mut end = MAX_FAILED_VALUE_LEN;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 impl CheckCounts {
@@ -329,6 +359,31 @@ impl CheckCounts {
             fatal,
             passed: 0,
             failed: 0,
+            failed_values: Vec::new(),
+        }
+    }
+
+    /// Keeps `count` failures on `actual` where `expected` was wanted (the failures
+    /// themselves are counted by [`RunMetrics::record_check`]).
+    pub fn add_failed_value(&mut self, expected: &str, actual: &str, count: u64) {
+        let (expected, actual) = (cut(expected), cut(actual));
+        let same = |v: &&mut FailedValue| v.expected == expected && v.actual == actual;
+        if let Some(value) = self.failed_values.iter_mut().find(same) {
+            value.count += count;
+        } else if self.failed_values.len() < MAX_FAILED_VALUES {
+            self.failed_values.push(FailedValue {
+                expected: expected.to_string(),
+                actual: actual.to_string(),
+                count,
+            });
+        }
+    }
+
+    fn merge(&mut self, other: &CheckCounts) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+        for value in &other.failed_values {
+            self.add_failed_value(&value.expected, &value.actual, value.count);
         }
     }
 }
@@ -399,6 +454,11 @@ impl RunMetrics {
     pub fn record_session_dropped(&mut self, second: u64) {
         self.sessions.dropped += 1;
         self.session_second(second).dropped += 1;
+    }
+
+    /// Keeps the value check `index` just failed on (see [`CheckCounts::failed_values`]).
+    pub fn record_failed_value(&mut self, index: usize, expected: &str, actual: &str) {
+        self.checks[index].add_failed_value(expected, actual, 1);
     }
 
     /// Counts one evaluation of check `index`.
@@ -538,11 +598,7 @@ impl RunMetrics {
                 _ => self.checks.iter().position(|c| c.name == theirs.name),
             };
             match mine {
-                Some(index) => {
-                    let mine = &mut self.checks[index];
-                    mine.passed += theirs.passed;
-                    mine.failed += theirs.failed;
-                }
+                Some(index) => self.checks[index].merge(theirs),
                 None => self.checks.push(theirs.clone()),
             }
         }
@@ -749,6 +805,8 @@ mod tests {
         one.record_check(1, false);
         two.record_check(0, false);
         two.record_check(1, false);
+        one.record_failed_value(1, "application/json", "text/html");
+        two.record_failed_value(1, "application/json", "text/html");
         two.record_extraction_failure(0);
         one.sessions.failed = 2;
         two.sessions.failed = 3;
@@ -779,13 +837,19 @@ mod tests {
                     name: "a".into(),
                     fatal: false,
                     passed: 1,
-                    failed: 1
+                    failed: 1,
+                    failed_values: vec![],
                 },
                 CheckCounts {
                     name: "b".into(),
                     fatal: true,
                     passed: 0,
-                    failed: 2
+                    failed: 2,
+                    failed_values: vec![FailedValue {
+                        expected: "application/json".into(),
+                        actual: "text/html".into(),
+                        count: 2
+                    }],
                 },
             ]
         );
@@ -794,6 +858,21 @@ mod tests {
         let mut empty = RunMetrics::new(1);
         empty.merge(&one);
         assert_eq!(empty.checks, one.checks);
+    }
+
+    #[test]
+    fn failed_values_are_bounded_in_number_and_length() {
+        let mut check = CheckCounts::new("c", false);
+        for i in 0..20 {
+            check.add_failed_value("x", &i.to_string(), 1);
+        }
+        check.add_failed_value("x", "0", 1);
+        assert_eq!(check.failed_values.len(), MAX_FAILED_VALUES);
+        assert_eq!(check.failed_values[0].count, 2);
+        check.failed_values.clear();
+        check.add_failed_value("x", &"é".repeat(MAX_FAILED_VALUE_LEN), 1);
+        let kept = &check.failed_values[0].actual;
+        assert!(kept.len() <= MAX_FAILED_VALUE_LEN && kept.len() > MAX_FAILED_VALUE_LEN - 2);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! construction helpers and validation.
 
 mod duration;
+mod exclude;
 mod http_semantics;
 pub mod limits;
 mod protocol;
@@ -20,6 +21,7 @@ mod workload;
 mod workload_ops;
 
 pub use duration::{parse_duration, DurationError, DURATION_UNITS};
+pub use exclude::{excluded_by, tag_matches, Exclusion};
 pub use http_semantics::{
     Credentials, HttpDebug, Proxy, DEFAULT_MAX_REDIRECTS, GO_CLIENT_MAX_REDIRECTS,
 };
@@ -27,7 +29,10 @@ pub use protocol::{
     parse_addr_range, ConnectionModel, ConnectionOptions, Http2Options, HttpVersion,
     ResponseLimits, TlsOptions, TlsVersion,
 };
-pub use recorded::{parse_status_check_name, status_check_name};
+pub use recorded::{
+    content_type_check_name, json_shape_check_name, parse_comparison_check_name,
+    parse_status_check_name, shape_difference, status_check_name, Comparison,
+};
 pub use redact::{redact_url, Redaction, REDACTED, SENSITIVE_HEADERS};
 pub use segment::{Segment, SegmentError, Stripe, Striping};
 pub use session::{
@@ -145,6 +150,9 @@ pub struct TestOptions {
     /// sessions' steps: the plan's one session is then empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scripted_body: Option<String>,
+    /// Request definitions the script left out by tag (StormForger's `exclude_tags`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<Exclusion>,
 }
 
 fn is_zero(value: &u32) -> bool {
@@ -174,6 +182,7 @@ impl Default for TestOptions {
             http_debug: None,
             segment: None,
             scripted_body: None,
+            excluded: None,
         }
     }
 }

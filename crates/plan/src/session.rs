@@ -249,6 +249,11 @@ pub struct Check {
     pub condition: Condition,
     /// An assert: failure ends the session, which counts as failed.
     pub fatal: bool,
+    /// Keep (a few of) the values the check failed on beside its counts, to say how they
+    /// differed: replay's comparisons with the recording. Off for everything else, whose
+    /// values may hold what a report must not (tokens, bodies).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_failed_values: bool,
 }
 
 /// Think time, in seconds.
@@ -377,10 +382,11 @@ pub enum Extractor {
     JsonShape,
 }
 
-/// The shape of a JSON document as text: objects as their sorted keys with the shapes of
-/// their values, arrays as the shape of their first item, and `string`, `number`, `bool`,
-/// `null` for the rest (`{"id":1,"tags":["a"]}` → `{id:number,tags:[string]}`). Two
-/// responses of one API call have the same shape when only their values differ.
+/// The shape of a JSON document as JSON text: objects keep their keys (sorted) with the
+/// shapes of their values, arrays the shape of their first item, and the rest becomes
+/// `"string"`, `"number"`, `"bool"` or `"null"` (`{"id":1,"tags":["a"]}` →
+/// `{"id":"number","tags":["string"]}`). Two responses of one API call have the same shape
+/// when only their values differ; [`crate::shape_difference`] says where two shapes part.
 pub fn json_shape(json: &serde_json::Value) -> String {
     let mut out = String::new();
     write_shape(json, &mut out);
@@ -389,10 +395,10 @@ pub fn json_shape(json: &serde_json::Value) -> String {
 
 fn write_shape(json: &serde_json::Value, out: &mut String) {
     match json {
-        serde_json::Value::Null => out.push_str("null"),
-        serde_json::Value::Bool(_) => out.push_str("bool"),
-        serde_json::Value::Number(_) => out.push_str("number"),
-        serde_json::Value::String(_) => out.push_str("string"),
+        serde_json::Value::Null => out.push_str("\"null\""),
+        serde_json::Value::Bool(_) => out.push_str("\"bool\""),
+        serde_json::Value::Number(_) => out.push_str("\"number\""),
+        serde_json::Value::String(_) => out.push_str("\"string\""),
         serde_json::Value::Array(items) => {
             out.push('[');
             if let Some(first) = items.first() {
@@ -408,7 +414,7 @@ fn write_shape(json: &serde_json::Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                out.push_str(key);
+                out.push_str(&serde_json::Value::from(key.as_str()).to_string());
                 out.push(':');
                 write_shape(&map[key], out);
             }
@@ -453,6 +459,10 @@ pub struct RequestStep {
     /// Redirects this request follows, instead of the test's `max_redirects`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_redirects: Option<u32>,
+    /// Another origin than the plan target that this request goes to (a replayed recording
+    /// that spans several hosts: a page, its API, its CDN); `path` is relative to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<crate::Target>,
 }
 
 impl RequestStep {
@@ -470,6 +480,7 @@ impl RequestStep {
             extraction: Vec::new(),
             abort_on_error: false,
             max_redirects: None,
+            origin: None,
         }
     }
 
@@ -561,12 +572,14 @@ mod tests {
         let shape = |text: &str| json_shape(&serde_json::from_str(text).unwrap());
         assert_eq!(
             shape(r#"{"tags":["a","b"],"id":1,"ok":true,"n":null,"o":{"z":1.5,"a":"x"},"e":[]}"#),
-            "{e:[],id:number,n:null,o:{a:string,z:number},ok:bool,tags:[string]}"
+            r#"{"e":[],"id":"number","n":"null","o":{"a":"string","z":"number"},"ok":"bool","tags":["string"]}"#
         );
         assert_eq!(
             shape(r#"{"id":2,"tags":["c"]}"#),
             shape(r#"{"tags":["d"],"id":7}"#)
         );
         assert_ne!(shape(r#"{"id":"2"}"#), shape(r#"{"id":2}"#));
+        // Keys are JSON strings: any key reads back.
+        assert_eq!(shape(r#"{"a:b,c":1}"#), r#"{"a:b,c":"number"}"#);
     }
 }

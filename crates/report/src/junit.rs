@@ -129,6 +129,7 @@ mod tests {
             fatal: false,
             passed: 3,
             failed: 1,
+            failed_values: Vec::new(),
         }];
         let mut summary = Summary::new(&info, &metrics);
         summary.k6.thresholds = vec![

@@ -317,12 +317,14 @@ mod tests {
                 fatal: false,
                 passed: 90,
                 failed: 10,
+                failed_values: Vec::new(),
             },
             CheckCounts {
                 name: "has body".into(),
                 fatal: false,
                 passed: 100,
                 failed: 0,
+                failed_values: Vec::new(),
             },
         ];
         let tags = vec!["GET /".to_string()];

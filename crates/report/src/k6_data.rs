@@ -218,12 +218,14 @@ mod tests {
                 fatal: false,
                 passed: 2,
                 failed: 0,
+                failed_values: Vec::new(),
             },
             CheckCounts {
                 name: "g::inner".into(),
                 fatal: false,
                 passed: 0,
                 failed: 2,
+                failed_values: Vec::new(),
             },
         ];
         let tree = group_value(&checks, K6DataShape::HandleSummary);

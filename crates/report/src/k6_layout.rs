@@ -168,12 +168,14 @@ mod tests {
                 fatal: false,
                 passed: 2,
                 failed: 0,
+                failed_values: Vec::new(),
             },
             CheckCounts {
                 name: "g::inner".into(),
                 fatal: false,
                 passed: 0,
                 failed: 2,
+                failed_values: Vec::new(),
             },
         ];
         let mut out = String::new();

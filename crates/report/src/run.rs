@@ -276,6 +276,7 @@ mod tests {
             fatal: true,
             passed: 97,
             failed: 1,
+            failed_values: Vec::new(),
         });
         info.planned_arrivals = Some(PlannedArrivals {
             expected: 100.0,

@@ -56,8 +56,15 @@ struct Definition {
     probabilities: Vec<f64>,
     /// Origins of requests written as absolute URLs.
     origins: Vec<(Target, Location)>,
+    /// Targets added after the first (`definition.addTarget`): requests written as absolute
+    /// URLs to them go there.
+    other_targets: Vec<Target>,
     warnings: Vec<String>,
     metrics: crate::metrics::MetricDefs,
+    /// `exclude_tags` (wherever in the script it is set) and where.
+    exclude: Option<(Vec<String>, Location)>,
+    /// The tag of every request `exclude_tags` left out.
+    excluded: Vec<String>,
 }
 
 /// A compiled plan and the warnings its script earned (one line each).
@@ -92,6 +99,7 @@ pub(crate) fn build(
     let mut def = Definition::default();
     let mut tags = Tags::default();
     def.options.basic_auth = authentication(record)?;
+    def.exclude = exclude_tags(record)?;
     for call in &record.defs {
         let what = format!("`definition.{}`", call.verb);
         let a = Args {
@@ -145,9 +153,13 @@ pub(crate) fn build(
             "session" => {
                 let index = def.sessions.len();
                 let mut builder = SessionBuilder::new(&mut tags, &sources, base_dir);
+                if let Some((exclude, _)) = &def.exclude {
+                    builder.exclude = exclude.clone();
+                }
                 let (session, probability) = session(record, index, call, &a, &mut builder)?;
                 def.origins.append(&mut builder.origins);
                 def.warnings.append(&mut builder.warnings);
+                def.excluded.append(&mut builder.excluded);
                 if def.sessions.iter().any(|s| s.name == session.name) {
                     return Err(a.err(format_args!(
                         "there is already a session named `{}`",
@@ -226,6 +238,42 @@ fn authentication(record: &Record) -> Result<Option<Credentials>, ScriptError> {
     Ok(found.map(|(credentials, _)| credentials))
 }
 
+/// StormForger's test option `exclude_tags: ["tag", ...]` (the last `setTestOptions` that
+/// sets it, wherever in the script): requests with those tags are left out of the plan.
+fn exclude_tags(record: &Record) -> Result<Option<(Vec<String>, Location)>, ScriptError> {
+    let mut found = None;
+    for call in record.defs.iter().filter(|c| c.verb == "setTestOptions") {
+        let Some(JsVal::Obj(fields)) = call.args.first() else {
+            continue;
+        };
+        let Some((_, value)) = fields.iter().find(|(k, _)| k == "exclude_tags") else {
+            continue;
+        };
+        let a = Args {
+            what: "`definition.setTestOptions`",
+            loc: &call.loc,
+        };
+        let tags = match value {
+            JsVal::Undefined => continue,
+            JsVal::Arr(items) => items
+                .iter()
+                .map(|item| a.string(item, "exclude_tags").map(|t| t.trim().to_string()))
+                .collect::<Result<Vec<_>, _>>()?,
+            other => {
+                return Err(a.err(format_args!(
+                    "`exclude_tags` must be a list of request tags, got {}",
+                    other.kind()
+                )))
+            }
+        };
+        if tags.iter().any(String::is_empty) {
+            return Err(a.err("`exclude_tags`: a tag must not be empty"));
+        }
+        found = Some((tags, call.loc.clone()));
+    }
+    Ok(found)
+}
+
 fn session(
     record: &Record,
     index: usize,
@@ -245,8 +293,33 @@ fn session(
         None => 1.0,
     };
     let steps = builder.steps(&call.steps)?;
+    if steps.is_empty() && !builder.excluded.is_empty() {
+        return Err(a.err(format_args!(
+            "session `{name}` has no steps left: `exclude_tags` leaves out all its requests"
+        )));
+    }
     if steps.is_empty() {
         return Err(a.err(format_args!("session `{name}` has no steps")));
+    }
+    let left_out = |var: &str| builder.excluded_vars.contains(var) && !builder.bound.contains(var);
+    if let Some(use_) = record
+        .get_vars
+        .iter()
+        .find(|u| u.session == index && left_out(&u.name))
+    {
+        return Err(ScriptError::dsl(
+            &use_.loc,
+            format!(
+                "`session.getVar`: variable `{}` is extracted only by requests `exclude_tags` leaves out (session `{name}`)",
+                use_.name
+            ),
+        ));
+    }
+    if let Some((var, loc)) = builder.uses.iter().find(|(v, _)| left_out(v)) {
+        return Err(ScriptError::dsl(
+            loc,
+            format!("variable `{var}` is extracted only by requests `exclude_tags` leaves out (session `{name}`)"),
+        ));
     }
     for use_ in record.get_vars.iter().filter(|u| u.session == index) {
         if !builder.bound.contains(&use_.name) {
@@ -317,11 +390,10 @@ impl Definition {
             format!("http://{url}")
         };
         let (target, path) = Target::split_url(&full).map_err(|e| a.err(e))?;
-        if let Some((first, first_at)) = &self.target {
-            if *first != target {
-                return Err(a.err(format_args!(
-                    "barrage sends a test to one target; `{url}` is another origin than the one set at {first_at}"
-                )));
+        if let Some((first, _)) = &self.target {
+            // StormForger tests may have several targets; requests name theirs by URL.
+            if *first != target && !self.other_targets.contains(&target) {
+                self.other_targets.push(target);
             }
             return Ok(());
         }
@@ -477,13 +549,59 @@ impl Definition {
                     "{}: warning: {}: `{key}` is a StormForger cloud setting; barrage runs here and ignores it",
                     a.loc, a.what
                 )),
-                "exclude_tags" => {
-                    crate::request::warn_unknown_meaning(&mut self.warnings, a, "exclude_tags")
-                }
+                // Read once, before the sessions are built (see `exclude_tags`).
+                "exclude_tags" => {}
                 _ => options.seed = Some(a.integer(v, key, 0, MAX_SAFE)? as u64),
             }
         }
         Ok(())
+    }
+
+    /// Says in the plan (and one note line) how many request definitions `exclude_tags` left
+    /// out; warns of a listed tag no request has, and of tags left out by their first words
+    /// only (barrage's rule; StormForger documents a request "that has" the tag).
+    fn record_exclusion(&mut self) {
+        let Some((patterns, loc)) = self.exclude.take() else {
+            return;
+        };
+        let what = "`definition.setTestOptions`";
+        for pattern in &patterns {
+            let matched: Vec<&String> = self
+                .excluded
+                .iter()
+                .filter(|t| barrage_plan::tag_matches(t, pattern))
+                .collect();
+            if matched.is_empty() {
+                self.warnings.push(format!(
+                    "{loc}: warning: {what}: `exclude_tags`: no request is tagged `{pattern}`"
+                ));
+            }
+            let mut by_words: Vec<&str> = matched
+                .iter()
+                .filter(|t| t.as_str() != pattern)
+                .map(|t| t.as_str())
+                .collect();
+            by_words.sort_unstable();
+            by_words.dedup();
+            if !by_words.is_empty() {
+                self.warnings.push(format!(
+                    "{loc}: warning: {what}: `exclude_tags`: `{pattern}` also leaves out the tags that begin with it: {}",
+                    by_words.join(", ")
+                ));
+            }
+        }
+        if !patterns.is_empty() {
+            let n = self.excluded.len();
+            self.warnings.push(format!(
+                "{loc}: note: {what}: `exclude_tags` leaves out {n} request definition{} (tags: {})",
+                if n == 1 { "" } else { "s" },
+                patterns.join(", ")
+            ));
+            self.options.excluded = Some(barrage_plan::Exclusion {
+                tags: patterns,
+                requests: n,
+            });
+        }
     }
 
     fn into_plan(
@@ -494,6 +612,7 @@ impl Definition {
         data_sources: Vec<DataSource>,
         record: &Record,
     ) -> Result<Compiled, ScriptError> {
+        self.record_exclusion();
         let whole = Location::file(file);
         for (session, weight, loc) in &self.weights {
             let Some(index) = self.sessions.iter().position(|s| s.name == *session) else {
@@ -526,14 +645,28 @@ impl Definition {
                 ))
             }
         };
-        if let Some((other, loc)) = self.origins.iter().find(|(o, _)| *o != target) {
+        if let Some((other, loc)) = self
+            .origins
+            .iter()
+            .find(|(o, _)| *o != target && !self.other_targets.contains(o))
+        {
             return Err(ScriptError::dsl(
                 loc,
                 format!(
-                    "this request goes to {}://{}, but the test's target is {}://{}; barrage sends a test to one target",
+                    "this request goes to {}://{}, but the test's target is {}://{}; add it with definition.addTarget to send there",
                     other.scheme.as_str(), other.authority(), target.scheme.as_str(), target.authority()
                 ),
             ));
+        }
+        // Requests to the test's target go there as to any target; the others keep theirs.
+        for session in &mut self.sessions {
+            barrage_plan::walk_steps_mut(&mut session.steps, &mut |step| {
+                if let barrage_plan::Step::Request(request) = step {
+                    if request.origin.as_ref() == Some(&target) {
+                        request.origin = None;
+                    }
+                }
+            });
         }
         let workload = match (self.phases, self.virtual_users) {
             (Some((_, phases_at)), Some((_, vus_at))) => {

@@ -7,8 +7,8 @@ use crate::steps::SessionBuilder;
 use crate::value::{self, parts, Part};
 use crate::ScriptError;
 use barrage_plan::{
-    Body, BodyCoding, Extraction, Extractor, Header, HeaderField, JsonTemplate, Method,
-    RequestStep, Step, Target, Value,
+    excluded_by, Body, BodyCoding, Extraction, Extractor, Header, HeaderField, JsonTemplate,
+    Method, RequestStep, Step, Target, Value,
 };
 
 const REQUEST_OPTIONS: &[&str] = &[
@@ -21,7 +21,6 @@ const REQUEST_OPTIONS: &[&str] = &[
     "extraction",
     "abort_on_error",
     "payload_from_file",
-    "exclude_tags",
 ];
 
 /// Options StormForger test cases use whose meaning no public source gives (checked:
@@ -78,17 +77,25 @@ pub(crate) fn placeholders(path: &str) -> Vec<&str> {
 }
 
 impl SessionBuilder<'_> {
+    /// The request `call` describes, or `None` when `exclude_tags` leaves it out.
     pub(crate) fn request(
         &mut self,
         method: Method,
         call: &Call,
         a: &Args,
-    ) -> Result<RequestStep, ScriptError> {
+    ) -> Result<Option<RequestStep>, ScriptError> {
         a.arity(&call.args, 1, 2)?;
         let none = JsVal::Undefined;
         let mut request = RequestStep::simple(method, "", 0);
         let mut tag = None;
         let mut accept_gzip = false;
+        if let Some(JsVal::Obj(fields)) = call.args.get(1) {
+            if fields.iter().any(|(k, _)| k == "exclude_tags") {
+                return Err(a.err(
+                    "`exclude_tags` is a test option, not a request's: definition.setTestOptions({ exclude_tags: [\"tag\"] }) leaves out the requests with those tags",
+                ));
+            }
+        }
         let given = a.options(call.args.get(1).unwrap_or(&none), REQUEST_OPTIONS)?;
         if given.iter().any(|(k, _)| k == "payload")
             && given.iter().any(|(k, _)| k == "payload_from_file")
@@ -97,7 +104,6 @@ impl SessionBuilder<'_> {
         }
         for (key, v) in given {
             match key.as_str() {
-                "exclude_tags" => warn_unknown_meaning(&mut self.warnings, a, "exclude_tags"),
                 "tag" => {
                     let text = a.string(v, "tag")?;
                     if text.is_empty() {
@@ -141,11 +147,21 @@ impl SessionBuilder<'_> {
         if request.compress.is_some() && request.body.is_none() {
             return Err(a.err("`compress` needs a `payload` to compress"));
         }
+        // Left out before its URL is read: an excluded request may go to another origin
+        // (a CDN asset), which the test never contacts.
+        if let Some(tag) = tag.as_ref().filter(|t| excluded_by(t, &self.exclude)) {
+            self.excluded.push(tag.clone());
+            self.excluded_vars
+                .extend(request.extraction.iter().map(|e| e.var.clone()));
+            return Ok(None);
+        }
         let path_text = match &call.args[0] {
             JsVal::Str(text) => text,
             other => return Err(a.err(format_args!("the path must be text, got {}", other.kind()))),
         };
-        let path_text = self.strip_origin(path_text, a)?;
+        let (path_text, origin) = self.strip_origin(path_text, a)?;
+        // Kept only when it is another target than the test's (decided once they are known).
+        request.origin = origin;
         let display = self.path(&path_text, &mut request, a)?;
         if !request.path.starts_with('/') {
             return Err(a.err(format_args!(
@@ -159,7 +175,7 @@ impl SessionBuilder<'_> {
         for extraction in &request.extraction {
             self.bound.insert(extraction.var.clone());
         }
-        Ok(request)
+        Ok(Some(request))
     }
 
     /// Sets the request's path; per-client values in it become generated `:_pN` placeholders
@@ -229,9 +245,13 @@ impl SessionBuilder<'_> {
     }
 
     /// An absolute URL (`http://host/path`, as StormForger test cases often write) is split
-    /// into its origin, which must be the test's target (checked once the target is known),
-    /// and its path.
-    fn strip_origin(&mut self, text: &str, a: &Args) -> Result<String, ScriptError> {
+    /// into its path and its origin, which must be one of the test's targets (checked once
+    /// they are known).
+    fn strip_origin(
+        &mut self,
+        text: &str,
+        a: &Args,
+    ) -> Result<(String, Option<Target>), ScriptError> {
         let Some(scheme_end) = ["http://", "https://"]
             .iter()
             .find(|s| {
@@ -240,7 +260,7 @@ impl SessionBuilder<'_> {
             })
             .map(|s| s.len())
         else {
-            return Ok(text.to_string());
+            return Ok((text.to_string(), None));
         };
         let end = text[scheme_end..]
             .find(['/', '?'])
@@ -248,19 +268,20 @@ impl SessionBuilder<'_> {
         let origin = &text[..end];
         if value::has_marker(origin) {
             return Err(a.err(format_args!(
-                "the host of the URL `{origin}` is a per-client value; barrage sends every request to the one target"
+                "the host of the URL `{origin}` is a per-client value; a request goes to one of the test's targets, named as written"
             )));
         }
         let (target, _) = Target::split_url(origin).map_err(|e| a.err(e))?;
-        self.origins.push((target, a.loc.clone()));
+        self.origins.push((target.clone(), a.loc.clone()));
         let rest = &text[end..];
-        Ok(if rest.starts_with('?') {
+        let path = if rest.starts_with('?') {
             format!("/{rest}")
         } else if rest.is_empty() {
             "/".to_string()
         } else {
             rest.to_string()
-        })
+        };
+        Ok((path, Some(target)))
     }
 
     /// Every placeholder resolves (params, or a variable bound before this request). A param

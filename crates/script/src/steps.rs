@@ -46,6 +46,12 @@ pub(crate) struct SessionBuilder<'a> {
     pub origins: Vec<(Target, Location)>,
     /// One-line warnings (`FILE:LINE:COL: warning: ...`).
     pub warnings: Vec<String>,
+    /// The test's `exclude_tags`: requests tagged so are left out of the session.
+    pub exclude: Vec<String>,
+    /// The tag of each request left out, in order.
+    pub excluded: Vec<String>,
+    /// Variables only requests left out would have extracted.
+    pub excluded_vars: HashSet<String>,
 }
 
 impl<'a> SessionBuilder<'a> {
@@ -58,14 +64,24 @@ impl<'a> SessionBuilder<'a> {
             base_dir,
             origins: Vec::new(),
             warnings: Vec::new(),
+            exclude: Vec::new(),
+            excluded: Vec::new(),
+            excluded_vars: HashSet::new(),
         }
     }
 
+    /// The steps of `calls`, without the requests `exclude_tags` leaves out.
     pub(crate) fn steps(&mut self, calls: &[Call]) -> Result<Vec<Step>, ScriptError> {
-        calls.iter().map(|call| self.step(call)).collect()
+        let mut steps = Vec::with_capacity(calls.len());
+        for call in calls {
+            if let Some(step) = self.step(call)? {
+                steps.push(step);
+            }
+        }
+        Ok(steps)
     }
 
-    fn step(&mut self, call: &Call) -> Result<Step, ScriptError> {
+    fn step(&mut self, call: &Call) -> Result<Option<Step>, ScriptError> {
         let what = match call.verb.as_str() {
             "pickFrom" | "generate" => format!("`session.ds.{}`", call.verb),
             verb => format!("`session.{verb}`"),
@@ -79,7 +95,10 @@ impl<'a> SessionBuilder<'a> {
         let step = match call.verb.as_str() {
             verb @ ("get" | "post" | "put" | "patch" | "delete" | "head" | "options") => {
                 let method = Method::parse(verb).expect("the prelude records HTTP verbs only");
-                Step::Request(self.request(method, call, &a)?)
+                match self.request(method, call, &a)? {
+                    Some(request) => Step::Request(request),
+                    None => return Ok(None),
+                }
             }
             verb @ ("assert" | "check") => {
                 a.arity(args, 4, 4)?;
@@ -88,6 +107,7 @@ impl<'a> SessionBuilder<'a> {
                     name,
                     condition: condition(&args[1..], &a)?,
                     fatal: verb == "assert",
+                    keep_failed_values: false,
                 })
             }
             "wait" => {
@@ -101,7 +121,7 @@ impl<'a> SessionBuilder<'a> {
                     | Value::Column { .. }
                     | Value::Concat { .. }) = value::value(arg(0), &a, "seconds")?
                     {
-                        return Ok(Step::Wait(Wait::PerClient { seconds }));
+                        return Ok(Some(Step::Wait(Wait::PerClient { seconds })));
                     }
                 }
                 let seconds = a.seconds(arg(0), "seconds")?;
@@ -156,7 +176,7 @@ impl<'a> SessionBuilder<'a> {
         for var in crate::request::step_vars(&step) {
             self.uses.push((var, call.loc.clone()));
         }
-        Ok(step)
+        Ok(Some(step))
     }
 
     fn bind(&mut self, call: &Call, binding: Binding) -> Step {
@@ -246,14 +266,55 @@ impl<'a> SessionBuilder<'a> {
                 Binding::Uuid
             }
             "jwt" => self.jwt(opts, a)?,
+            "timestamp" => timestamp(opts, a)?,
             other => {
                 return Err(a.err(format_args!(
-                    "unknown generator `{other}` (known: random_number, random_string, uuid, jwt)"
+                    "unknown generator `{other}` (known: random_number, random_string, uuid, jwt, timestamp)"
                 )))
             }
         };
         Ok(self.bind(call, binding))
     }
+}
+
+/// `session.ds.generate("timestamp", {offset, format})` (barrage's own generator): the time
+/// the session started plus `offset` seconds (negative: before; default 0), per client, as
+/// `format` writes it — `"iso"` (UTC with milliseconds, the default), `"iso_seconds"`,
+/// `"epoch"` (seconds) or `"epoch_ms"`; what `barrage replay --shift-timestamps` binds.
+fn timestamp(opts: &JsVal, a: &Args) -> Result<Binding, ScriptError> {
+    let mut offset_ms = 0;
+    let mut format = (3, barrage_plan::TimeFormat::Utc);
+    for (name, v) in a.options(opts, &["offset", "format"])? {
+        if name == "offset" {
+            let seconds = a.number(v, "offset")?;
+            if seconds.abs() > barrage_plan::limits::MAX_DURATION.as_secs_f64() {
+                return Err(a.err(format_args!(
+                    "`offset` must be within ±{} s",
+                    barrage_plan::limits::MAX_DURATION.as_secs()
+                )));
+            }
+            offset_ms = (seconds * 1000.0).round() as i64;
+        } else {
+            let text = a.string(v, "format")?;
+            format = match text {
+                "iso" => (3, barrage_plan::TimeFormat::Utc),
+                "iso_seconds" => (0, barrage_plan::TimeFormat::Utc),
+                "epoch" => (0, barrage_plan::TimeFormat::EpochSeconds),
+                "epoch_ms" => (0, barrage_plan::TimeFormat::EpochMillis),
+                other => {
+                    return Err(a.err(format_args!(
+                        "`format` must be \"iso\", \"iso_seconds\", \"epoch\" or \"epoch_ms\", got \"{other}\""
+                    )))
+                }
+            };
+        }
+    }
+    let (fraction_digits, format) = format;
+    Ok(Binding::ShiftedTime {
+        offset_ms,
+        fraction_digits,
+        format,
+    })
 }
 
 impl SessionBuilder<'_> {
@@ -427,7 +488,8 @@ mod tests {
                     op: CompareOp::Lt,
                     expected: Value::Number { value: 400.0 }
                 },
-                fatal: false
+                fatal: false,
+                keep_failed_values: false,
             })
         );
     }

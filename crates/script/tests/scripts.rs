@@ -109,6 +109,41 @@ definition.setArrivalPhases([{duration: 1, rate: 1}]);
     assert_eq!(plan.tags, vec!["GET /c/:id"]);
 }
 
+#[test]
+fn requests_to_an_added_target_keep_their_origin() {
+    let source = "definition.setTarget('http://localhost:8080');
+definition.addTarget('https://cdn.example.test:8443');
+definition.setArrivalPhases([{duration: 1, rate: 1}]);
+definition.session('s', function (session) {
+  session.get('/page');
+  session.get('http://localhost:8080/again');
+  session.get('https://cdn.example.test:8443/app.css?v=1');
+});";
+    let plan = compile_source(source, "targets.js", &fixtures()).unwrap();
+    assert_eq!(plan.target.to_string(), "http://localhost:8080");
+    let requests: Vec<(Option<String>, String)> = plan.sessions[0]
+        .steps
+        .iter()
+        .filter_map(|step| match step {
+            barrage_plan::Step::Request(r) => {
+                Some((r.origin.as_ref().map(ToString::to_string), r.path.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        requests,
+        [
+            (None, "/page".to_string()),
+            (None, "/again".to_string()),
+            (
+                Some("https://cdn.example.test:8443".to_string()),
+                "/app.css?v=1".to_string()
+            ),
+        ]
+    );
+}
+
 /// The error message of compiling `source` as `bad.js` next to the fixtures.
 fn error(source: &str) -> String {
     match compile_source(source, "bad.js", &fixtures()) {
@@ -360,13 +395,6 @@ fn definition_level_misuse_is_reported() {
     ));
     assert!(
         e.starts_with("bad.js:4:12: `definition.setSessionWeights`: there is no session named `t`"),
-        "{e}"
-    );
-    let e = error(
-        "definition.setTarget('http://localhost:8080');\ndefinition.addTarget('http://other:1');",
-    );
-    assert!(
-        e.starts_with("bad.js:2:12: `definition.addTarget`: barrage sends a test to one target; `http://other:1` is another origin"),
         "{e}"
     );
     let e = error(&format!(
@@ -805,6 +833,53 @@ fn every_numeric_option_out_of_range_is_refused_with_its_location() {
             "expected {location} … {named}, got: {e}\n{source}"
         );
     }
+}
+
+#[test]
+fn timestamp_generator_binds_the_session_start_shifted() {
+    let source = format!(
+        "{HEAD}definition.session('s', function (session) {{\n\
+           var since = session.ds.generate('timestamp', {{ offset: -86400, format: 'epoch_ms' }});\n\
+           var now = session.ds.generate('timestamp');\n\
+           session.post('/report', {{ payload: JSON.stringify({{ since: since, at: now }}) }});\n\
+         }});"
+    );
+    let plan = compile_source(&source, "ts.js", &fixtures()).unwrap_or_else(|e| panic!("{e}"));
+    let bindings: Vec<&Binding> = plan.sessions[0]
+        .steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Bind { binding, .. } => Some(binding),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        bindings,
+        [
+            &Binding::ShiftedTime {
+                offset_ms: -86_400_000,
+                fraction_digits: 0,
+                format: barrage_plan::TimeFormat::EpochMillis
+            },
+            &Binding::ShiftedTime {
+                offset_ms: 0,
+                fraction_digits: 3,
+                format: barrage_plan::TimeFormat::Utc
+            },
+        ]
+    );
+    let source = format!(
+        "{HEAD}definition.session('s', function (session) {{\n  session.ds.generate('timestamp', {{ format: 'rfc2822' }});\n  session.get('/');\n}});"
+    );
+    let error = compile_source(&source, "bad.js", &fixtures())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(
+            "`format` must be \"iso\", \"iso_seconds\", \"epoch\" or \"epoch_ms\", got \"rfc2822\""
+        ),
+        "{error}"
+    );
 }
 
 #[test]

@@ -4,7 +4,6 @@
 //! histograms; the percentile gauges are sent either way.
 
 use barrage_metrics::LatencyHistogram;
-use std::collections::BTreeMap;
 
 /// Bucket boundaries are 2^(i·2^-SCHEMA): schema 3 is eight buckets per doubling.
 pub const SCHEMA: i32 = 3;
@@ -42,8 +41,15 @@ fn bucket_index(seconds: f64) -> i32 {
 
 impl NativeHistogram {
     /// Re-buckets a latency histogram (µs values) into native buckets.
+    ///
+    /// The HDR values come in ascending order, so they fill the native buckets in order: a
+    /// bucket's index and bound are worked out once, when the first value past the previous
+    /// bound arrives, not once per HDR value (this runs every flush).
     pub fn from_latency(latency: &LatencyHistogram) -> Self {
-        let mut buckets = BTreeMap::<i32, u64>::new();
+        let per_doubling = f64::from(1 << SCHEMA);
+        // (index, count) of the non-empty buckets, ascending, and the open bucket's bound.
+        let mut buckets: Vec<(i32, u64)> = Vec::new();
+        let mut bound = f64::NEG_INFINITY;
         let (mut count, mut sum, mut zero_count) = (0, 0.0, 0);
         for (micros, n) in latency.recorded() {
             count += n;
@@ -51,14 +57,19 @@ impl NativeHistogram {
             sum += seconds * n as f64;
             if micros == 0 {
                 zero_count += n;
-            } else {
-                *buckets.entry(bucket_index(seconds)).or_default() += n;
+                continue;
             }
+            if seconds > bound || buckets.is_empty() {
+                let index = bucket_index(seconds);
+                bound = 2f64.powf(f64::from(index) / per_doubling);
+                buckets.push((index, 0));
+            }
+            buckets.last_mut().expect("a bucket is open").1 += n;
         }
         let mut spans: Vec<(i32, u32)> = Vec::new();
         let mut deltas = Vec::with_capacity(buckets.len());
         let (mut previous_index, mut previous_count) = (None::<i32>, 0i64);
-        for (&index, &n) in &buckets {
+        for &(index, n) in &buckets {
             match previous_index {
                 Some(last) if index == last + 1 => spans.last_mut().expect("a span").1 += 1,
                 Some(last) => spans.push((index - last - 1, 1)),
@@ -116,6 +127,28 @@ mod tests {
             let bound = |i: i32| 2f64.powf(f64::from(i) / 8.0);
             assert!(bound(i - 1) < seconds && seconds <= bound(i), "{micros}");
         }
+    }
+
+    #[test]
+    fn buckets_match_one_lookup_per_value() {
+        let mut latency = LatencyHistogram::new();
+        let mut x: u64 = 12345;
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            latency.record_micros((x >> 33) % 2_000_000 + 1);
+        }
+        let mut expected = std::collections::BTreeMap::<i32, u64>::new();
+        for (micros, n) in latency.recorded().filter(|(m, _)| *m > 0) {
+            *expected
+                .entry(bucket_index(micros as f64 / 1e6))
+                .or_default() += n;
+        }
+        let native = NativeHistogram::from_latency(&latency);
+        let got: Vec<u64> = native.buckets().iter().map(|b| b.1).collect();
+        assert_eq!(got, expected.values().copied().collect::<Vec<_>>());
+        assert_eq!(native.count, 20_000);
     }
 
     #[test]

@@ -25,7 +25,7 @@ mod server;
 mod tls;
 mod tokens;
 
-pub use tls::SelfSigned;
+pub use tls::{acceptor_from_pem_files, SelfSigned};
 
 use std::net::SocketAddr;
 use std::sync::mpsc;

@@ -1,11 +1,14 @@
 //! TLS for the test server: a self-signed certificate generated at start (rcgen) for
 //! `localhost` and the loopback addresses, its SHA-256 fingerprint, and the rustls acceptor
-//! that offers h2 and http/1.1 by ALPN (or one of them, per [`Protocols`]).
+//! that offers h2 and http/1.1 by ALPN (or one of them, per [`Protocols`]); the same acceptor
+//! for a certificate and key from PEM files (`barrage record --tls-cert`).
 
 use std::sync::Arc;
 
+use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::ServerConfig;
+use std::path::Path;
 use tokio_rustls::TlsAcceptor;
 
 use crate::{Protocols, TargetError};
@@ -52,24 +55,53 @@ impl SelfSigned {
         format!("sha256:{}", hex.join(":"))
     }
 
-    pub(crate) fn acceptor(&self, protocols: Protocols) -> Result<TlsAcceptor, TargetError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .and_then(|b| {
-                b.with_no_client_auth().with_single_cert(
-                    vec![CertificateDer::from(self.cert_der.clone())],
-                    PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key_der.clone())),
-                )
-            })
-            .map_err(|e| TargetError::Tls(e.to_string()))?;
-        config.alpn_protocols = match protocols {
-            Protocols::Any => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
-            Protocols::Http1Only => vec![b"http/1.1".to_vec()],
-            Protocols::Http2Only => vec![b"h2".to_vec()],
-        };
-        Ok(TlsAcceptor::from(Arc::new(config)))
+    /// The acceptor serving this certificate, offering `protocols` by ALPN.
+    pub fn acceptor(&self, protocols: Protocols) -> Result<TlsAcceptor, TargetError> {
+        acceptor(
+            vec![CertificateDer::from(self.cert_der.clone())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key_der.clone())),
+            protocols,
+        )
     }
+}
+
+/// An acceptor serving the certificate chain and private key of two PEM files (a
+/// certificate the user made, not a generated one), offering `protocols` by ALPN.
+pub fn acceptor_from_pem_files(
+    cert: &Path,
+    key: &Path,
+    protocols: Protocols,
+) -> Result<TlsAcceptor, TargetError> {
+    let named = |path: &Path, e: &dyn std::fmt::Display| {
+        TargetError::Tls(format!("{}: {e}", path.display()))
+    };
+    let chain = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| named(cert, &e))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| named(cert, &e))?;
+    if chain.is_empty() {
+        return Err(named(cert, &"holds no PEM certificate"));
+    }
+    let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| named(key, &e))?;
+    acceptor(chain, key_der, protocols)
+}
+
+fn acceptor(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    protocols: Protocols,
+) -> Result<TlsAcceptor, TargetError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
+        .map_err(|e| TargetError::Tls(e.to_string()))?;
+    config.alpn_protocols = match protocols {
+        Protocols::Any => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        Protocols::Http1Only => vec![b"http/1.1".to_vec()],
+        Protocols::Http2Only => vec![b"h2".to_vec()],
+    };
+    Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
 #[cfg(test)]

@@ -227,10 +227,13 @@ fn a_chromium_recording_made_by_playwright_replays_with_correlation_and_fails_wi
     );
     out.expect_success();
     let line = "GET /ping: 100 % status differs: 200 recorded, 401 replayed";
-    // Only the pings differ: the section has their line alone.
+    // The pings' status differs; and /anything echoes the request's headers, of which the
+    // replay leaves the connection's own out: the echo's shape differs too, and says where.
+    let echo = "GET /anything/app.css: 100 % JSON shape differs: key `headers.Connection` string recorded, missing (and 1 more)";
     assert!(
-        out.stdout
-            .contains(&format!("compared with the recording\n  {line}\n\n")),
+        out.stdout.contains(&format!(
+            "compared with the recording\n  {echo}\n  {line}\n\n"
+        )),
         "{}",
         out.stdout
     );
@@ -239,6 +242,293 @@ fn a_chromium_recording_made_by_playwright_replays_with_correlation_and_fails_wi
         html.contains(&format!("<li>{line}</li>")),
         "no difference line in the HTML report"
     );
+}
+
+/// A recording whose responses the bundled target answers otherwise: a page recorded as
+/// HTML (the target answers JSON), and two `/json` calls recorded with other JSON shapes.
+fn differing_recording() -> PathBuf {
+    let entry = |second: u32, path: &str, mime: &str, text: &str| {
+        format!(
+            r#"{{"startedDateTime":"2026-11-20T09:00:0{second}.000Z","time":3,
+            "request":{{"method":"GET","url":"http://diff.recorded.test{path}","headers":[]}},
+            "response":{{"status":200,"headers":[{{"name":"Content-Type","value":"{mime}"}}],
+            "content":{{"mimeType":"{mime}","text":{}}}}}}}"#,
+            Value::from(text)
+        )
+    };
+    let slides = r#"[{"title":"t","type":"all"}]"#;
+    let entries = [
+        entry(
+            0,
+            "/anything/page",
+            "text/html; charset=utf-8",
+            "<html></html>",
+        ),
+        entry(
+            1,
+            "/json?v=1",
+            "application/json",
+            &format!(r#"{{"slideshow":{{"author":7,"date":"d","slides":{slides},"title":"s"}}}}"#),
+        ),
+        entry(
+            2,
+            "/json?v=2",
+            "application/json",
+            &format!(
+                r#"{{"slideshow":{{"author":"a","date":"d","id":1,"slides":{slides},"title":"s"}}}}"#
+            ),
+        ),
+    ];
+    har_file("differing.har", &entries)
+}
+
+/// A HAR 1.2 file of `entries` (JSON objects), without pages.
+fn har_file(name: &str, entries: &[String]) -> PathBuf {
+    let har = format!(
+        r#"{{"log":{{"version":"1.2","creator":{{"name":"test","version":"1"}},"entries":[{}]}}}}"#,
+        entries.join(",")
+    );
+    scratch_file(name, har.as_bytes())
+}
+
+#[test]
+fn content_type_and_json_shape_differences_are_said_per_tag_in_text_and_html() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = differing_recording();
+    let html = scratch_file("differing.html", b"");
+    let json = scratch_file("differing.json", b"");
+    let map = format!("diff.recorded.test=http://{}", target.addr);
+    let out = barrage(
+        &[
+            "replay",
+            har.to_str().unwrap(),
+            "--map-host",
+            &map,
+            "--no-results",
+            "--html",
+            html.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    out.expect_success();
+    let s = summary(&json);
+    assert_eq!(u(&s["status_codes"], "200"), 3, "{s:#}");
+    assert_eq!(check(&s, "GET /json: status 200 as recorded"), (2, 0));
+    assert_eq!(
+        check(&s, "GET /json: content type application/json as recorded"),
+        (2, 0)
+    );
+    assert_eq!(check(&s, "GET /json: JSON shape as recorded"), (0, 2));
+    let lines = [
+        "GET /anything/page: 100 % content type differs: text/html recorded, application/json replayed",
+        "GET /json: 100 % JSON shape differs: key `slideshow.author` number recorded, string replayed (1); \
+         key `slideshow.id` number recorded, missing (1)",
+    ];
+    // Statuses are as recorded: the section has these two lines alone, in plan order.
+    assert!(
+        out.stdout.contains(&format!(
+            "compared with the recording\n  {}\n  {}\n\n",
+            lines[0], lines[1]
+        )),
+        "{}",
+        out.stdout
+    );
+    let html = std::fs::read_to_string(&html).unwrap();
+    for line in lines {
+        let escaped = line
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        assert!(
+            html.contains(&format!("<li>{escaped}</li>")),
+            "no line {line:?} in the HTML report"
+        );
+    }
+    // The values behind the lines are in the summary's checks, bounded.
+    let shape_check = s["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "GET /json: JSON shape as recorded")
+        .unwrap();
+    assert_eq!(shape_check["failed_values"].as_array().unwrap().len(), 2);
+    // Other checks keep no values.
+    let status_check = s["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "GET /json: status 200 as recorded")
+        .unwrap();
+    assert!(
+        status_check.get("failed_values").is_none(),
+        "{status_check:#}"
+    );
+}
+
+/// A recording of a page on one host calling an API on another: page, API, page, API.
+fn two_origin_recording() -> PathBuf {
+    let entries: Vec<String> = [
+        ("http://page.recorded.test/anything/page", "text/html"),
+        (
+            "http://api.recorded.test:8443/anything/api",
+            "application/json",
+        ),
+        ("http://page.recorded.test/anything/next", "text/html"),
+        (
+            "http://api.recorded.test:8443/anything/api?page=2",
+            "application/json",
+        ),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, (url, mime))| {
+        format!(
+            r#"{{"startedDateTime":"2026-11-20T09:00:0{i}.000Z","time":3,
+            "request":{{"method":"GET","url":"{url}","headers":[]}},
+            "response":{{"status":200,"content":{{"mimeType":"{mime}"}}}}}}"#
+        )
+    })
+    .collect();
+    har_file("two-origins.har", &entries)
+}
+
+#[test]
+fn a_recording_spanning_two_origins_replays_and_converts_each_to_its_own_mapping() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    // The API's origin is a recording proxy in front of the target: what it writes is
+    // exactly what was sent to that origin.
+    let api_har = scratch_file("two-origins-api-side.har", b"");
+    let (recorder, api) = start_recorder(&target, &api_har, &[]);
+    let har = two_origin_recording();
+    let json = scratch_file("two-origins.json", b"");
+    let page_map = format!("page.recorded.test=http://{}", target.addr);
+    let api_map = format!("api.recorded.test:8443=http://{api}");
+    let out = barrage(
+        &[
+            "replay",
+            har.to_str().unwrap(),
+            "--map-host",
+            &page_map,
+            "--map-host",
+            &api_map,
+            "--json",
+            json.to_str().unwrap(),
+            "--no-results",
+            "--http-debug",
+        ],
+        LIMIT,
+    );
+    out.expect_success();
+    let s = summary(&json);
+    assert_eq!(u(&s["status_codes"], "200"), 4, "{s:#}");
+    assert_eq!(
+        check(
+            &s,
+            "GET /anything/api: content type application/json as recorded"
+        ),
+        (2, 0)
+    );
+    // Each request named its own origin's host (`--http-debug` prints what was sent).
+    let sent = out.stderr.replace("\r", "");
+    for (path, host) in [
+        ("/anything/page", target.addr.to_string()),
+        ("/anything/api", api.clone()),
+        ("/anything/next", target.addr.to_string()),
+        ("/anything/api?page=2", api.clone()),
+    ] {
+        assert!(
+            sent.contains(&format!("GET {path} HTTP/1.1\nHost: {host}\n")),
+            "{path} not sent to {host}: {sent}"
+        );
+    }
+
+    // One host left unmapped is still an error naming its entry, never a send.
+    let out = barrage(
+        &["replay", har.to_str().unwrap(), "--map-host", &page_map],
+        LIMIT,
+    );
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("log.entries[1].request.url: host `api.recorded.test:8443` is not mapped"),
+        "{}",
+        out.stderr
+    );
+    // `--target` alone sends everything there.
+    let out = barrage(
+        &[
+            "replay",
+            har.to_str().unwrap(),
+            "--target",
+            &format!("http://{}", target.addr),
+            "--json",
+            json.to_str().unwrap(),
+            "--no-results",
+        ],
+        LIMIT,
+    );
+    out.expect_success();
+    assert_eq!(u(&summary(&json)["status_codes"], "200"), 4);
+    // Converted, the other origin is an added target and its requests name it by URL; the
+    // script runs to both origins.
+    let js = scratch_file("two-origins.js", b"");
+    barrage(
+        &[
+            "convert",
+            "har",
+            har.to_str().unwrap(),
+            "-o",
+            js.to_str().unwrap(),
+            "--map-host",
+            &page_map,
+            "--map-host",
+            &api_map,
+        ],
+        LIMIT,
+    )
+    .expect_success();
+    let script = std::fs::read_to_string(&js).unwrap();
+    assert!(
+        script.contains(&format!("definition.addTarget(\"http://{api}\");"))
+            && script.contains(&format!("session.get(\"http://{api}/anything/api?page=2\"")),
+        "{script}"
+    );
+    let out = barrage(
+        &[
+            "run",
+            js.to_str().unwrap(),
+            "--vus",
+            "1",
+            "--iterations",
+            "1",
+            "--json",
+            json.to_str().unwrap(),
+            "--no-results",
+        ],
+        LIMIT,
+    );
+    out.expect_success();
+    let s = summary(&json);
+    assert_eq!(u(&s["status_codes"], "200"), 4, "{s:#}");
+    // Two API requests from the replay and two from the script went through the API origin.
+    let stderr = stop_recorder(recorder, "INT");
+    assert!(stderr.contains("4 exchanges written"), "{stderr}");
+    let api_side = summary(&api_har);
+    let entries = api_side["log"]["entries"].as_array().unwrap();
+    let urls: Vec<&str> = entries
+        .iter()
+        .map(|e| e["request"]["url"].as_str().unwrap())
+        .collect();
+    let base = format!("http://{}", target.addr);
+    let api_calls = [
+        format!("{base}/anything/api"),
+        format!("{base}/anything/api?page=2"),
+    ];
+    assert_eq!(urls, [&api_calls[..], &api_calls[..]].concat());
 }
 
 #[test]
@@ -675,6 +965,18 @@ fn start_recorder(target: &Target, har: &std::path::Path, extra: &[&str]) -> (Ch
 
 /// `barrage record` on a free port in front of `upstream`; its proxy address.
 fn start_recorder_to(upstream: &str, har: &std::path::Path, extra: &[&str]) -> (Child, String) {
+    let (child, addr, _) = start_recorder_reading(upstream, har, extra, 1);
+    (child, addr)
+}
+
+/// `barrage record` in front of `upstream`, its first `lines` lines of output read; the
+/// proxy's address and those lines.
+fn start_recorder_reading(
+    upstream: &str,
+    har: &std::path::Path,
+    extra: &[&str],
+    lines: usize,
+) -> (Child, String, Vec<String>) {
     let mut child = Command::new(BIN)
         .args(["record", "--listen", "127.0.0.1:0", "--upstream", upstream])
         .arg("-o")
@@ -685,16 +987,21 @@ fn start_recorder_to(upstream: &str, har: &std::path::Path, extra: &[&str]) -> (
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn barrage record");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let read: Vec<String> = (0..lines)
+        .map(|_| {
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            line
+        })
+        .collect();
+    let line = &read[0];
     let addr = line.split_whitespace().last().unwrap_or("").to_string();
     assert!(
         line.starts_with("barrage record listening on 127.0.0.1:"),
         "{line:?}"
     );
-    (child, addr)
+    (child, addr, read)
 }
 
 /// Sends `signal` to the recorder and waits (bounded) for its exit; its stderr.
@@ -812,10 +1119,16 @@ fn the_recorder_keeps_only_the_first_bytes_of_large_bodies_and_stops_on_sigterm(
     assert_eq!(content["_truncated"], true, "{content:#}");
     assert_eq!(content["size"], 5000);
     assert_eq!(content["text"].as_str().unwrap().len(), 100, "{content:#}");
-    // A cut gzip body cannot be decoded: its size, no text.
-    let content = &recorded["log"]["entries"][1]["response"]["content"];
+    // A cut gzip body cannot be decoded: no text, but its decoded size was counted as it
+    // passed, beside the smaller size on the wire.
+    let response = &recorded["log"]["entries"][1]["response"];
+    let content = &response["content"];
     assert_eq!(content["_truncated"], true, "{content:#}");
     assert!(content.get("text").is_none(), "{content:#}");
+    assert_eq!(content["size"], 5000, "{content:#}");
+    let wire = response["bodySize"].as_i64().unwrap();
+    assert!(wire > 100 && wire < 5000, "{response:#}");
+    assert_eq!(content["compression"].as_i64(), Some(5000 - wire));
     // Both read back, convert and replay.
     let host = target.addr.to_string();
     let s = replay(&target, har.to_str().unwrap(), &host, &[]);
@@ -887,6 +1200,182 @@ fn the_recorder_forwards_to_an_https_upstream_with_its_own_client() {
 }
 
 #[test]
+fn https_clients_record_through_a_tls_listener_to_an_h2_upstream() {
+    let _heavy = heavy_lock();
+    // The upstream offers h2 and http/1.1 by ALPN.
+    let target = Target::start_with(&["--threads", "1", "--tls"]);
+    let target_cert = target.cert_path.clone().expect("the target's certificate");
+    let upstream = format!("https://{}", target.addr);
+    for (upstream_flags, recorded_version) in
+        [(&[][..], "HTTP/2"), (&["--upstream-http1"][..], "HTTP/1.1")]
+    {
+        let har = scratch_file("recorded-tls-listener.har", b"");
+        let mut flags = vec!["--tls", "--upstream-cacert", target_cert.as_str()];
+        flags.extend(upstream_flags);
+        let (recorder, proxy, lines) = start_recorder_reading(&upstream, &har, &flags, 2);
+        // The second line names the listener's certificate: clients trust it by file.
+        let words: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(
+            words[..3],
+            ["barrage", "record", "certificate"],
+            "{lines:?}"
+        );
+        assert!(words[4].starts_with("sha256:"), "{lines:?}");
+        let proxy_cert = words[3].to_string();
+        let url = format!("https://{proxy}/json");
+        // An HTTP/2 client and an HTTP/1.1 one, both over TLS to the proxy.
+        let h2 = quick_json(
+            &["-n", "2", "-c", "1", "--h2", "--cacert", &proxy_cert, &url],
+            LIMIT,
+        );
+        let h1 = quick_json(
+            &[
+                "-n",
+                "1",
+                "-c",
+                "1",
+                "--http1.1",
+                "--cacert",
+                &proxy_cert,
+                &url,
+            ],
+            LIMIT,
+        );
+        assert_eq!(u(&h2["status_codes"], "200"), 2, "{h2:#}");
+        assert_eq!(
+            (u(&h2, "connections_tls"), u(&h2, "connections_h2")),
+            (1, 1)
+        );
+        assert_eq!(u(&h1["status_codes"], "200"), 1, "{h1:#}");
+        assert_eq!(
+            (u(&h1, "connections_tls"), u(&h1, "connections_h2")),
+            (1, 0)
+        );
+        // Without the proxy's certificate the handshake fails: it is a TLS listener.
+        let untrusted = quick_json_unanswered(&["-n", "1", "-c", "1", &url], LIMIT);
+        assert_eq!(error_kind(&untrusted, "tls_unknown_ca"), 1, "{untrusted:#}");
+        let stderr = stop_recorder(recorder, "INT");
+        assert!(stderr.contains("3 exchanges written"), "{stderr}");
+        assert!(
+            !std::path::Path::new(&proxy_cert).exists(),
+            "the generated certificate is removed at the stop"
+        );
+        let recorded = summary(&har);
+        for entry in recorded["log"]["entries"].as_array().unwrap() {
+            assert_eq!(
+                entry["request"]["httpVersion"], recorded_version,
+                "{entry:#}"
+            );
+            assert_eq!(entry["response"]["httpVersion"], recorded_version);
+            assert_eq!(
+                entry["request"]["url"],
+                format!("https://{}/json", target.addr)
+            );
+            assert_eq!(entry["response"]["status"], 200);
+            let body = entry["response"]["content"]["text"].as_str().unwrap();
+            assert!(serde_json::from_str::<Value>(body).is_ok(), "{body}");
+            // HTTP/2's headers are HPACK-compressed in frames: no size; HTTP/1.1's are.
+            let headers_size = entry["response"]["headersSize"].as_i64().unwrap();
+            if recorded_version == "HTTP/2" {
+                assert_eq!(headers_size, -1);
+            } else {
+                assert!(headers_size > "HTTP/1.1 200 OK\r\n\r\n".len() as i64);
+            }
+        }
+        // The recording replays against the upstream over TLS.
+        let json = scratch_file("replay-tls-summary.json", b"");
+        barrage(
+            &[
+                "replay",
+                har.to_str().unwrap(),
+                "--map-host",
+                &format!("{}=https://{}", target.addr, target.addr),
+                "--cacert",
+                &target_cert,
+                "--json",
+                json.to_str().unwrap(),
+                "--no-results",
+            ],
+            LIMIT,
+        )
+        .expect_success();
+        let s = summary(&json);
+        assert_eq!(u(&s["status_codes"], "200"), 3, "{s:#}");
+    }
+}
+
+#[test]
+fn compressed_responses_are_recorded_with_wire_and_decoded_sizes() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let har = scratch_file("recorded-gzip.har", b"");
+    let (recorder, proxy) = start_recorder(&target, &har, &[]);
+    let url = format!("http://{proxy}/bytes/5000");
+    let plain = quick_json(
+        &["-n", "1", "-c", "1", "--disable-compression", &url],
+        LIMIT,
+    );
+    let gzipped = quick_json(&["-n", "1", "-c", "1", &url], LIMIT);
+    for s in [&plain, &gzipped] {
+        assert_eq!(u(s, "decoded_data_bytes"), 5000, "{s:#}");
+    }
+    let stderr = stop_recorder(recorder, "INT");
+    assert!(stderr.contains("2 exchanges written"), "{stderr}");
+    let recorded = summary(&har);
+    let entries = recorded["log"]["entries"].as_array().unwrap();
+    let header = |entry: &Value, name: &str| {
+        entry["response"]["headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["name"].as_str().unwrap().eq_ignore_ascii_case(name))
+            .map(|h| h["value"].as_str().unwrap().to_string())
+    };
+    // Plain: what came over the wire is the content; nothing saved.
+    let response = &entries[0]["response"];
+    assert_eq!(header(&entries[0], "content-encoding"), None);
+    assert_eq!(
+        (
+            response["bodySize"].as_u64(),
+            response["content"]["size"].as_u64()
+        ),
+        (Some(5000), Some(5000))
+    );
+    assert!(
+        response["content"].get("compression").is_none(),
+        "{response:#}"
+    );
+    // Gzip: the body on the wire (its Content-Length), the decoded content, the bytes saved.
+    let response = &entries[1]["response"];
+    assert_eq!(
+        header(&entries[1], "content-encoding").as_deref(),
+        Some("gzip")
+    );
+    let wire: u64 = header(&entries[1], "content-length")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(wire < 5000, "{response:#}");
+    assert_eq!(response["bodySize"].as_u64(), Some(wire), "{response:#}");
+    assert_eq!(response["content"]["size"], 5000);
+    assert_eq!(
+        response["content"]["compression"].as_u64(),
+        Some(5000 - wire)
+    );
+    assert_eq!(response["content"]["text"].as_str().unwrap().len(), 5000);
+    // The head as HTTP/1.1 wrote it: the status line, each field, the blank line.
+    let head: usize = "HTTP/1.1 200 OK\r\n".len()
+        + response["headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["name"].as_str().unwrap().len() + h["value"].as_str().unwrap().len() + 4)
+            .sum::<usize>()
+        + 2;
+    assert_eq!(response["headersSize"].as_u64(), Some(head as u64));
+}
+
+#[test]
 fn the_recorder_refuses_bad_flags_with_one_line() {
     let har = scratch_file("never-written.har", b"");
     for (flag, value, says) in [
@@ -908,6 +1397,33 @@ fn the_recorder_refuses_bad_flags_with_one_line() {
         let at = args.iter().position(|a| *a == flag).unwrap();
         args[at + 1] = value;
         args.extend(["-o", har.to_str().unwrap()]);
+        let out = barrage(&args, LIMIT);
+        assert_eq!(out.code(), Some(2), "{}", out.stderr);
+        assert!(out.stderr.contains(says), "{}", out.stderr);
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    }
+    let missing = scratch_dir().join("no-such-cert.pem");
+    let missing = missing.to_str().unwrap();
+    for (extra, says) in [
+        (
+            vec!["--tls-cert", missing, "--tls-key", missing],
+            "--tls-cert/--tls-key: TLS setup failed: ",
+        ),
+        (
+            vec!["--upstream-http1"],
+            "--upstream-http1 is for https upstreams",
+        ),
+    ] {
+        let mut args = vec![
+            "record",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "http://127.0.0.1:1",
+            "-o",
+            har.to_str().unwrap(),
+        ];
+        args.extend(extra);
         let out = barrage(&args, LIMIT);
         assert_eq!(out.code(), Some(2), "{}", out.stderr);
         assert!(out.stderr.contains(says), "{}", out.stderr);

@@ -473,10 +473,10 @@ fn o_csv_streams_heys_rows_one_per_request() {
 
 /// One request as a recording server saw it.
 #[derive(Debug, Clone, PartialEq)]
-struct Seen {
+pub(crate) struct Seen {
     connection: usize,
-    method: String,
-    path: String,
+    pub(crate) method: String,
+    pub(crate) path: String,
     /// Header lines compared between the tools (lower-case names, in a stable order).
     headers: Vec<(String, String)>,
     body: Vec<u8>,
@@ -496,7 +496,7 @@ fn compared(name: &str, value: &str) -> bool {
 /// An HTTP/1.1 server on a free loopback port recording every request; `/r` redirects to
 /// `/final` with 302, `/x` to `http://localhost:PORT/final` (the same server under another
 /// host name: another origin), `/loop` to itself; everything else answers 200 `ok`.
-fn recording_server() -> (SocketAddr, Arc<Mutex<Vec<Seen>>>) {
+pub(crate) fn recording_server() -> (SocketAddr, Arc<Mutex<Vec<Seen>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));

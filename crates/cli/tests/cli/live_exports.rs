@@ -605,3 +605,73 @@ fn exports_reach_an_https_endpoint_that_the_given_ca_vouches_for() {
         );
     }
 }
+
+/// Runs a two-phase script with thresholds; `tty`: under `script(1)`, so barrage's stdout and
+/// stderr are a terminal. Returns everything it wrote.
+fn progress_run(target: &Target, tty: bool) -> String {
+    let text = format!(
+        "definition.setTarget(\"http://{}\");
+definition.setArrivalPhases([{{ duration: 2, rate: 20 }}, {{ duration: 2, rate: 30 }}]);
+definition.setTestOptions({{ timeout: 5, gracePeriod: 5 }});
+definition.setThresholds({{ http_req_duration: ['p(95)<5000'], http_req_failed: 'rate<0.5' }});
+definition.session(\"s\", function (session) {{
+  session.get(\"/delay/5\", {{ tag: \"ping\" }});
+}});
+",
+        target.addr
+    );
+    let script = scratch_file("progress.js", text.as_bytes());
+    let results = scratch_dir().join("results");
+    let history = scratch_dir().join("history.db");
+    if !tty {
+        let out = barrage(&["run", script.to_str().unwrap()], Duration::from_secs(60));
+        out.expect_success();
+        return format!("{}{}", out.stdout, out.stderr);
+    }
+    let command = format!(
+        "BARRAGE_RESULTS_DIR='{}' BARRAGE_HISTORY='{}' '{BIN}' run '{}'",
+        results.display(),
+        history.display(),
+        script.display()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("script(1) from util-linux");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_progress_line_shows_latency_errors_phase_and_thresholds_only_on_a_terminal() {
+    let _heavy = heavy_lock();
+    let target = Target::start();
+    let shown = progress_run(&target, true);
+    // Redrawn in place: each frame is written over the last one on the same line.
+    let frames: Vec<&str> = shown
+        .split(['\r', '\n'])
+        .filter(|f| f.contains("requests ") && f.contains("clients "))
+        .collect();
+    assert!(frames.len() >= 3, "{shown}");
+    assert!(shown.contains("\r"), "{shown:?}");
+    let live = frames
+        .iter()
+        .find(|f| f.contains("p95 ") && f.contains("p99 "))
+        .unwrap_or_else(|| panic!("no frame with p95/p99: {shown}"));
+    assert!(live.contains("err 0.00%"), "{live}");
+    assert!(live.contains("thresholds ✓ 2"), "{live}");
+    assert!(
+        frames.iter().any(|f| f.contains("phase 1/2"))
+            && frames.iter().any(|f| f.contains("phase 2/2")),
+        "{frames:?}"
+    );
+    // Not a terminal: no progress line at all.
+    // Not a terminal: no progress line at all.
+    let plain = progress_run(&target, false);
+    assert!(
+        !plain.contains("requests ") || !plain.contains("clients "),
+        "{plain}"
+    );
+    assert!(!plain.contains("thresholds ✓ 2"), "{plain}");
+}

@@ -120,6 +120,63 @@ fn a_multi_file_test_case_takes_defines_from_the_command_line() {
 }
 
 #[test]
+fn excluded_tags_never_reach_the_wire() {
+    let (addr, seen) = crate::hey::recording_server();
+    let source = format!(
+        r#"definition.setTarget("http://{addr}");
+definition.setArrivalPhases([{{ duration: 1, rate: 4 }}]);
+definition.setTestOptions({{ exclude_tags: ["asset"] }});
+definition.session("page", function (session) {{
+  session.get("/page", {{ tag: "page" }});
+  session.get("/app.css", {{ tag: "asset" }});
+  session.get("/plain");
+}});
+"#
+    );
+    let script = scratch_file("sf-exclude-tags.js", source.as_bytes());
+    let json = scratch_file("sf-exclude-tags.json", b"");
+    let out = barrage(
+        &[
+            "run",
+            script.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    out.expect_success();
+    assert!(
+        out.stderr.contains("note: `definition.setTestOptions`: `exclude_tags` leaves out 1 request definition (tags: asset)"),
+        "{}",
+        out.stderr
+    );
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let completed = u(&s["sessions"], "completed");
+    assert!(completed > 0, "{s:#}");
+    let paths: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.path.clone())
+        .collect();
+    let count = |path: &str| paths.iter().filter(|p| *p == path).count() as u64;
+    assert_eq!(count("/app.css"), 0, "{paths:?}");
+    assert_eq!(count("/page"), completed, "{paths:?}");
+    assert_eq!(count("/plain"), completed, "{paths:?}");
+    // Left out, not failed: no errors, and no row for the excluded tag.
+    assert_eq!(u(&s, "errors"), 0, "{s:#}");
+    assert_eq!(u(&s, "requests"), 2 * completed, "{s:#}");
+    assert!(
+        s["tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["tag"] != "asset"),
+        "{s:#}"
+    );
+}
+
+#[test]
 fn stormforger_meanings_reach_the_wire() {
     let target = Target::start();
     let source = format!(

@@ -67,7 +67,9 @@ async fn paced_client(worker: &Worker, next_slot: &Cell<u64>, schedule: &SlotSch
         worker.record_lag(intended);
         let session = worker.run.plan.pick_session(&mut client.rng);
         worker.session_started(intended);
-        client.run_iteration(worker, session, intended).await;
+        client
+            .run_iteration::<crate::client::Inline>(worker, session, intended)
+            .await;
     }
     worker.client_finished();
 }

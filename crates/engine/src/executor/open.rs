@@ -12,7 +12,7 @@ use crate::worker::Worker;
 use barrage_plan::Stages;
 use rand::Rng;
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// This worker's part of an open workload.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,7 +62,21 @@ pub(crate) fn arrival_offsets<'a, R: Rng>(
     })
 }
 
+/// One arriving client's session; its requests boxed while in flight when the plan's sessions
+/// wait between requests (a client then spends most of its life idle, holding only its small
+/// state), inline otherwise.
+async fn run_client<M: crate::client::RequestMode>(
+    mut client: Client,
+    worker: Rc<Worker>,
+    arrival: Instant,
+) {
+    let session = worker.run.plan.pick_session(&mut client.rng);
+    client.run_iteration::<M>(&worker, session, arrival).await;
+    worker.client_finished();
+}
+
 pub(crate) async fn drive(worker: Rc<Worker>, share: ArrivalShare) {
+    let idles = worker.run.plan.idles();
     // Arrivals draw from their own stream, so sessions picking at random do not shift them.
     let seed: u64 = worker.rng.borrow_mut().gen();
     let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(seed);
@@ -89,13 +103,20 @@ pub(crate) async fn drive(worker: Rc<Worker>, share: ArrivalShare) {
         worker.session_started(arrival);
         // A fresh client: its connection lives as long as its session, like a device. Made
         // here, in arrival order, so arrival k always gets the same random stream.
-        let mut client = Client::new(&worker);
-        let client_worker = Rc::clone(&worker);
-        tokio::task::spawn_local(async move {
-            let session = client_worker.run.plan.pick_session(&mut client.rng);
-            client.run_iteration(&client_worker, session, arrival).await;
-            client_worker.client_finished();
-        });
+        let client = Client::new(&worker);
+        if idles {
+            tokio::task::spawn_local(run_client::<crate::client::Boxed>(
+                client,
+                Rc::clone(&worker),
+                arrival,
+            ));
+        } else {
+            tokio::task::spawn_local(run_client::<crate::client::Inline>(
+                client,
+                Rc::clone(&worker),
+                arrival,
+            ));
+        }
     }
     // Arrivals are over: running sessions may finish until the hard stop (grace period).
     worker.all_clients_finished().await;

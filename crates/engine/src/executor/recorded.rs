@@ -31,7 +31,9 @@ pub(crate) async fn drive(worker: Rc<Worker>, share: RecordedShare) {
         let client_worker = Rc::clone(&worker);
         tokio::task::spawn_local(async move {
             let session = client_worker.run.plan.session(arrival.session);
-            client.run_iteration(&client_worker, session, start).await;
+            client
+                .run_iteration::<crate::client::Inline>(&client_worker, session, start)
+                .await;
             client_worker.client_finished();
         });
     }

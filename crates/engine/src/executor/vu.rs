@@ -65,7 +65,11 @@ impl VirtualUser {
     async fn run(&mut self, worker: &Worker, start: Instant) -> Instant {
         let Some(factory) = &worker.run.control.scripted else {
             let session = worker.run.plan.pick_session(&mut self.client.rng);
-            return self.client.run_iteration(worker, session, start).await;
+            // Inline requests: a VU's future holds them either way (it loops iterations).
+            return self
+                .client
+                .run_iteration::<crate::client::Inline>(worker, session, start)
+                .await;
         };
         let scripted = self.scripted.get_or_insert_with(|| {
             let prepared = worker.prepared_vus.borrow_mut().pop();

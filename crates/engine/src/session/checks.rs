@@ -23,12 +23,14 @@ pub(crate) struct CompiledCondition {
     pattern: Option<Regex>,
 }
 
-/// A check step: its condition, its slot in the run's check counters, whether it is an assert.
+/// A check step: its condition, its slot in the run's check counters, whether it is an assert,
+/// whether its failing values are kept beside its counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct CompiledCheck {
     pub condition: u32,
     pub metric: usize,
     pub fatal: bool,
+    pub keep_failed_values: bool,
 }
 
 /// A worker's buffers for evaluating conditions, and its cache of dynamic patterns.
@@ -90,6 +92,21 @@ impl CompiledCondition {
                 .is_some_and(|p| p.is_match(left));
         }
         compare(self.op, left, right)
+    }
+
+    /// The expected (right) and actual (left) sides of the condition that [`Self::holds`]
+    /// just found false, for the check's kept failing values.
+    pub(crate) fn failed_sides<'s>(
+        &self,
+        cx: Eval<'_>,
+        scratch: &'s mut CheckScratch,
+    ) -> (&'s str, &'s str) {
+        if self.pattern.is_some() {
+            // A fixed pattern was matched without writing the right side.
+            scratch.right.clear();
+            self.right.write(cx, &mut scratch.right);
+        }
+        (&scratch.right, &scratch.left)
     }
 }
 

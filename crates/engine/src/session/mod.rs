@@ -48,6 +48,8 @@ pub enum SessionProblem {
     Request(#[from] RequestError),
     #[error("{0}")]
     Header(String),
+    #[error("request origin {0}")]
+    Origin(String),
     #[error("invalid JSONPath `{path}`: {reason}")]
     JsonPath { path: String, reason: String },
     #[error("invalid regular expression `{pattern}`: {reason}")]

@@ -242,6 +242,7 @@ impl Compiler<'_, '_> {
                         condition,
                         metric,
                         fatal: check.fatal,
+                        keep_failed_values: check.keep_failed_values,
                     });
                     self.emit(Instr::Check((self.out.checks.len() - 1) as u32));
                 }

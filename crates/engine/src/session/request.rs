@@ -17,7 +17,7 @@ use barrage_plan::{Body, BodyCoding, Header, JsonTemplate, RequestStep, Value};
 use flate2::{Compress, FlushCompress, Status};
 
 /// What every request of the plan shares.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct RequestContext<'a> {
     pub authority: &'a str,
     pub keep_alive: bool,
@@ -66,6 +66,9 @@ pub(crate) struct CompiledRequest {
     pub location_header: Option<usize>,
     /// Where `Set-Cookie` is among the captured headers, when clients keep cookie jars.
     pub cookie_header: Option<usize>,
+    /// The origin the request goes to when it is not the plan target (`http://host:port/`):
+    /// its first hop goes through the client's other-origin connection (`origins.rs`).
+    pub origin: Option<url::Url>,
     wire: Wire,
     /// Whether barrage adds `X-Request-Id` (the plan did not set one).
     request_id: bool,
@@ -252,6 +255,33 @@ impl CompiledRequest {
         mut extraction: Extractions,
         scope: &mut Scope,
     ) -> Result<Self, SessionProblem> {
+        // A request to another origin names that origin's host (and, through a plain proxy,
+        // its whole URL).
+        let origin_authority = request.origin.as_ref().map(barrage_plan::Target::authority);
+        let origin_prefix = request
+            .origin
+            .as_ref()
+            .filter(|o| cx.target_prefix.is_some() && !o.is_https())
+            .map(ToString::to_string);
+        let own_cx;
+        let cx = match &origin_authority {
+            Some(authority) => {
+                own_cx = RequestContext {
+                    authority,
+                    target_prefix: origin_prefix.as_deref(),
+                    ..*cx
+                };
+                &own_cx
+            }
+            None => cx,
+        };
+        let origin = match &request.origin {
+            Some(target) => Some(
+                url::Url::parse(&format!("{target}/"))
+                    .map_err(|e| SessionProblem::Origin(format!("{target}: {e}")))?,
+            ),
+            None => None,
+        };
         let method = request.method.as_str();
         let max_redirects = request.max_redirects.unwrap_or(cx.max_redirects);
         let location_header = (max_redirects > 0 || cx.too_many_redirects_is_error).then(|| {
@@ -375,6 +405,7 @@ impl CompiledRequest {
             too_many_redirects_is_error: cx.too_many_redirects_is_error,
             location_header,
             cookie_header,
+            origin,
             wire,
             request_id,
         })

@@ -131,6 +131,7 @@ fn variables_get_ids_once_and_columns_resolve_to_indices() {
                 expected: Value::text(""),
             },
             fatal: false,
+            keep_failed_values: false,
         }),
     ])
     .unwrap();
@@ -147,6 +148,7 @@ fn unexecutable_sessions_are_refused_with_the_reason() {
             name: "c".into(),
             condition: condition(),
             fatal: false,
+            keep_failed_values: false,
         })],
     }]);
     assert!(matches!(spin, Err(SessionProblem::SpinningForEver)));

@@ -56,6 +56,7 @@ pub fn check(name: &str, value: Value, op: &str, expected: Value, fatal: bool) -
             expected,
         },
         fatal,
+        keep_failed_values: false,
     })
 }
 

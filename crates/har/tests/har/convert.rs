@@ -58,8 +58,8 @@ fn exclude_tags_in_a_converted_script_leave_static_assets_out() {
     let all = plan_of("browser_page_load_excluded", &out);
     assert!(all.tags.iter().any(|t| t.starts_with("static ")));
     out.script = out.script.replacen(
-        "const exclude_tags = [];",
-        "const exclude_tags = [\"static image\", \"static js\"];",
+        "exclude_tags: [] ",
+        "exclude_tags: [\"static image\", \"static js\"] ",
         1,
     );
     let some = plan_of("browser_page_load_excluded", &out);
@@ -80,6 +80,11 @@ fn exclude_tags_in_a_converted_script_leave_static_assets_out() {
         "{kept:?}"
     );
     assert_eq!(kept.len() + 3, requests(&all).len(), "{kept:?}");
+    assert_eq!(some.options.excluded.as_ref().map(|e| e.requests), Some(3));
+    assert_eq!(
+        all.options.excluded, None,
+        "an empty list leaves nothing out"
+    );
     out.script = out
         .script
         .replacen("[\"static image\", \"static js\"]", "[\"static\"]", 1);

@@ -87,8 +87,8 @@ fn excluded_tags_leave_static_assets_out_and_think_times_follow() {
     assert_eq!(home[1].think, Duration::from_millis(gap.as_millis() as u64));
     assert!(home[1].think > Duration::from_millis(221));
     // A tag's first words match, not a prefix of a word; nothing left is an error.
-    assert!(barrage_har::recording::tag_matches("static css", "static"));
-    assert!(!barrage_har::recording::tag_matches("GET /json", "GET /js"));
+    assert!(barrage_plan::tag_matches("static css", "static"));
+    assert!(!barrage_plan::tag_matches("GET /json", "GET /js"));
     let error = recording.exclude_tags(&["GET".to_string()]).unwrap_err();
     assert!(error.contains("nothing is left to send"), "{error}");
 }
@@ -114,11 +114,19 @@ fn replay_refuses_unmapped_hosts_naming_the_entry() {
         ),
         "{error}"
     );
+    // Both mapped: each request keeps its own origin; the first one's is the target.
     hosts.add("www.google-analytics.com=127.0.0.1:10").unwrap();
-    let error = Recording::new("b.har", &har, &hosts, true)
-        .unwrap_err()
-        .to_string();
-    assert!(error.contains("a test has one target"), "{error}");
+    let recording = Recording::new("b.har", &har, &hosts, true).unwrap();
+    assert_eq!(recording.target.authority(), "127.0.0.1:9");
+    let elsewhere: Vec<(usize, String)> = recording
+        .requests()
+        .filter_map(|r| Some((r.entry, r.origin.as_ref()?.to_string())))
+        .collect();
+    assert_eq!(elsewhere, [(5, "http://127.0.0.1:10".to_string())]);
+    assert_eq!(
+        recording.other_origins(),
+        ["http://127.0.0.1:10".to_string()]
+    );
 }
 
 #[test]

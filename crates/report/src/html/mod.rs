@@ -158,7 +158,7 @@ pub fn render_html(results: &ResultsFile, summary: &Summary) -> String {
         tables::checks(summary),
         verdict::custom_metrics(&summary.k6)
     );
-    let differences = crate::recorded::status_differences(summary);
+    let differences = crate::recorded::differences(summary);
     if !differences.is_empty() {
         body.push_str("<h2>Compared with the recording</h2><ul class=\"card\">");
         for line in &differences {

@@ -226,7 +226,7 @@ fn bad_stormforger_input_is_one_line_naming_the_place() {
     let cases: &[(&str, &str)] = &[
         (
             "definition.setTarget('http://a:1');\ndefinition.setArrivalPhases([{duration: 1, rate: 1}]);\ndefinition.session('s', function (s) { s.get('http://b:2/x'); });",
-            "bad.js:3:42: this request goes to http://b:2, but the test's target is http://a:1",
+            "bad.js:3:42: this request goes to http://b:2, but the test's target is http://a:1; add it with definition.addTarget to send there",
         ),
         (
             "definition.setTarget('http://a:1');\ndefinition.setArrivalPhases([{duration: 1, rate: 1}]);\ndefinition.session('s', function (s) { s.post('/', {payload: [1]}); });",
@@ -285,7 +285,7 @@ fn a_script_may_declare_its_own_defines() {
 }
 
 #[test]
-fn options_without_a_public_meaning_plan_with_one_warning_each() {
+fn pick_from_options_without_a_public_meaning_plan_with_one_warning_each() {
     let compiled = compile("sf_unknown_meaning.js", &[]).unwrap();
     let named = |option: &str| {
         compiled
@@ -294,7 +294,6 @@ fn options_without_a_public_meaning_plan_with_one_warning_each() {
             .filter(|w| w.contains(&format!("`{option}` is accepted and ignored")))
             .count()
     };
-    assert_eq!(named("exclude_tags"), 2, "{:#?}", compiled.warnings);
     assert_eq!(
         named("pickFrom option unique"),
         1,
@@ -310,4 +309,84 @@ fn options_without_a_public_meaning_plan_with_one_warning_each() {
         "{:?}",
         compiled.plan.sessions[0].steps
     );
+}
+
+#[test]
+fn exclude_tags_leaves_the_tagged_requests_out_of_the_plan() {
+    let compiled = compile("sf_exclude_tags.js", &[]).unwrap();
+    compare_snapshot("sf_exclude_tags", &compiled.plan);
+    let plan = &compiled.plan;
+    let tags = |session| -> Vec<&str> {
+        requests(&compiled, session)
+            .iter()
+            .map(|r| plan.tags[r.tag].as_str())
+            .collect()
+    };
+    // Untagged requests (their default tag is method and path) and other tags stay.
+    assert_eq!(tags(0), ["page", "GET /health", "items"]);
+    assert_eq!(tags(1), ["api"]);
+    let excluded = plan.options.excluded.as_ref().expect("the plan says so");
+    assert_eq!(excluded.requests, 4);
+    assert_eq!(excluded.tags, ["asset", "exclude", "static", "beacon"]);
+    // The other origin of an excluded request is never contacted, so never refused.
+    assert_eq!(plan.target.host, "testapp.example.com");
+    let lines = |needle: &str| -> Vec<&String> {
+        compiled
+            .warnings
+            .iter()
+            .filter(|w| w.contains(needle))
+            .collect()
+    };
+    let note = lines("leaves out 4 request definitions");
+    assert_eq!(note.len(), 1, "{:#?}", compiled.warnings);
+    assert!(note[0].contains("sf_exclude_tags.js:22:"), "{}", note[0]);
+    assert_eq!(lines("no request is tagged `beacon`").len(), 1);
+    assert_eq!(
+        lines("`static` also leaves out the tags that begin with it: static js").len(),
+        1,
+        "{:#?}",
+        compiled.warnings
+    );
+    assert!(lines("accepted and ignored").is_empty());
+    assert!(compiled.warnings.iter().all(|w| !w.contains('\n')));
+}
+
+#[test]
+fn exclude_tags_mistakes_name_the_place() {
+    let plan_of = |options: &str, body: &str| {
+        let source = format!(
+            "definition.setTarget('http://127.0.0.1:1');\ndefinition.setArrivalPhases([{{duration: 1, rate: 1}}]);\ndefinition.setTestOptions({options});\ndefinition.session('s', function (s) {{\n{body}\n}});"
+        );
+        barrage_script::compile_source(&source, "t.js", &fixtures()).map_err(|e| e.to_string())
+    };
+    let one = "s.get('/a', { tag: 'asset' }); s.get('/b');";
+    assert!(plan_of("{ exclude_tags: ['asset'] }", one).is_ok());
+    for (options, body, expected) in [
+        (
+            "{ exclude_tags: 'asset' }",
+            one,
+            "t.js:3:12: `definition.setTestOptions`: `exclude_tags` must be a list of request tags, got the text \"asset\"",
+        ),
+        ("{ exclude_tags: [''] }", one, "t.js:3:12: `definition.setTestOptions`: `exclude_tags`: a tag must not be empty"),
+        ("{ exclude_tags: [1] }", one, "t.js:3:12: `definition.setTestOptions`"),
+        (
+            "{ exclude_tags: ['asset'] }",
+            "s.get('/a', { tag: 'asset' });",
+            "session `s` has no steps left: `exclude_tags` leaves out all its requests",
+        ),
+        (
+            "{ exclude_tags: ['login'] }",
+            "s.post('/login', { tag: 'login', extraction: { jsonpath: { token: 'token' } } });\ns.get('/me', { headers: { Authorization: s.getVar('token') } });",
+            "t.js:6:44: `session.getVar`: variable `token` is extracted only by requests `exclude_tags` leaves out",
+        ),
+        (
+            "{}",
+            "s.get('/a', { tag: 'a', exclude_tags: ['a'] });",
+            "`exclude_tags` is a test option, not a request's",
+        ),
+    ] {
+        let error = plan_of(options, body).unwrap_err();
+        assert!(error.contains(expected), "{options} {body}: {error}");
+        assert!(!error.contains('\n'), "{error}");
+    }
 }
