@@ -1,7 +1,9 @@
 //! A response body as it streams in: content-decoded on the fly (gzip, deflate, br) into a
-//! small stack buffer, its decoded size counted, and kept (decoded) only when asked, up to a
+//! small reused buffer, its decoded size counted, and kept (decoded) only when asked, up to a
 //! limit. Nothing grows with the body unless it is kept, so an endless or bomb-like body costs
-//! CPU, never memory.
+//! CPU, never memory; and decoding stops at an output budget per event-loop turn (see
+//! [`BodySink::push`]), so a bomb costs its connection turns, never the thread's other
+//! connections their timers.
 
 use barrage_metrics::ErrorKind;
 use brotli_decompressor::{
@@ -17,6 +19,23 @@ pub const DEFAULT_MAX_BODY: usize = 4 * 1024 * 1024;
 
 /// Decoded output is produced this much at a time.
 const CHUNK: usize = 8 * 1024;
+/// Decoded output one connection may produce per event-loop turn before it hands the thread
+/// back ([`BodySink::push`]'s budget): a 1000:1 bomb in one 16 KiB read or HTTP/2 DATA frame
+/// would otherwise be 16 MB of decoding without a turn for any other task or timer. A turn may
+/// overshoot it by at most one chunk of output (8 KiB).
+pub const TURN_BUDGET: u64 = 256 << 10;
+
+/// How much of a piece [`BodySink::push`] took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum Pushed {
+    /// All of it, decoded as far as it goes.
+    All,
+    /// The budget ran out after taking this many bytes of the piece. Give other tasks a
+    /// turn, then push the rest with a fresh budget — also when no byte is left: decoded
+    /// output may still be pending (push an empty piece to get it).
+    Paused(usize),
+}
 /// A gzip header (with its optional name, comment and extra field) longer than this is
 /// taken for garbage.
 const MAX_GZIP_HEADER: usize = 4 * 1024;
@@ -163,8 +182,6 @@ pub struct BodySink {
     /// Where decoded output lands, [`CHUNK`] bytes, made once and reused: a fresh zeroed
     /// buffer per call cost a small gzip response about 10 % of its CPU.
     out: Vec<u8>,
-    /// Decoded bytes since the caller last gave other tasks a turn.
-    unyielded: u64,
 }
 
 impl std::fmt::Debug for BodySink {
@@ -241,16 +258,9 @@ impl BodySink {
         (self.coding.decodes() && self.decoding == Decoding::Done).then_some(self.decoded)
     }
 
-    /// Whether decoding has done enough work (256 KiB of output) since the last `true` that the
-    /// caller should yield: a body that compresses 1000:1 arrives faster than it decodes, and
-    /// the task reading it must still let its timeout fire.
-    pub fn should_yield(&mut self) -> bool {
-        const WORK: u64 = 256 << 10;
-        let due = self.unyielded >= WORK;
-        if due {
-            self.unyielded = 0;
-        }
-        due
+    /// Decoded bytes so far (the wire bytes of a body that is not decoded).
+    pub fn decoded_so_far(&self) -> u64 {
+        self.decoded
     }
 
     /// Bytes of buffer this holds on to between bodies.
@@ -262,9 +272,14 @@ impl BodySink {
             + if self.inflate.is_some() { INFLATER } else { 0 }
     }
 
-    /// Takes the next piece of the body as framed on the wire. Past the limit of a kept body
-    /// it fails with [`ErrorKind::BodyTooLarge`].
-    pub fn push(&mut self, data: &[u8]) -> Result<(), ErrorKind> {
+    /// Takes the next piece of the body as framed on the wire, decoding at most about
+    /// `budget` bytes of output (what it decodes is taken off `budget`): a body that
+    /// compresses 1000:1 arrives faster than it decodes, and the task reading it must let
+    /// the thread's other tasks and timers have their turn. [`Pushed::Paused`] says the
+    /// budget ran out: yield, renew the budget ([`TURN_BUDGET`]), and push the rest. Past
+    /// the limit of a kept body it fails with [`ErrorKind::BodyTooLarge`].
+    #[inline]
+    pub fn push(&mut self, data: &[u8], budget: &mut u64) -> Result<Pushed, ErrorKind> {
         if !self.coding.decodes() {
             self.decoded += data.len() as u64;
             if self.keep {
@@ -273,17 +288,28 @@ impl BodySink {
                 }
                 self.body.extend_from_slice(data);
             }
-            return Ok(());
+            return Ok(Pushed::All);
         }
         match self.decoding {
-            Decoding::Done | Decoding::Failed => Ok(()),
-            Decoding::Header => self.header(data),
-            Decoding::Stream => self.decode(data),
+            Decoding::Done | Decoding::Failed => Ok(Pushed::All),
+            Decoding::Header => self.header(data, budget),
+            Decoding::Stream => self.decode(data, budget),
+        }
+    }
+
+    /// Takes the whole piece, decoding all of it now, however long it takes: for a body
+    /// that is already whole in memory (bounded by the caller), never for one off a socket.
+    pub fn push_all(&mut self, data: &[u8]) -> Result<(), ErrorKind> {
+        let mut unbounded = u64::MAX;
+        match self.push(data, &mut unbounded)? {
+            Pushed::All => Ok(()),
+            Pushed::Paused(_) => unreachable!("an unbounded budget never runs out"),
         }
     }
 
     /// Collects the gzip or zlib header, then starts the stream after it.
-    fn header(&mut self, data: &[u8]) -> Result<(), ErrorKind> {
+    #[inline]
+    fn header(&mut self, data: &[u8], budget: &mut u64) -> Result<Pushed, ErrorKind> {
         if self.coding == ContentCoding::Br {
             self.brotli = Some(Box::new(BrotliState::new(
                 BudgetedBytes,
@@ -291,10 +317,11 @@ impl BodySink {
                 StandardAlloc::default(),
             )));
             self.decoding = Decoding::Stream;
-            return self.decode(data);
+            return self.decode(data, budget);
         }
         // Most bodies bring their whole header in the first piece: read it in place.
         let in_place = self.header.is_empty();
+        let earlier = self.header.len();
         if !in_place {
             self.header.extend_from_slice(data);
         }
@@ -303,20 +330,20 @@ impl BodySink {
             ContentCoding::Gzip => {
                 if seen.iter().zip([0x1f, 0x8b, 8]).any(|(a, b)| *a != b) {
                     self.decoding = Decoding::Failed;
-                    return Ok(());
+                    return Ok(Pushed::All);
                 }
                 match gzip_payload(seen) {
                     Some(start) => start,
                     None if seen.len() > MAX_GZIP_HEADER => {
                         self.decoding = Decoding::Failed;
-                        return Ok(());
+                        return Ok(Pushed::All);
                     }
-                    None => return self.keep_header(in_place, data),
+                    None => return Ok(self.keep_header(in_place, data)),
                 }
             }
             _ => match seen {
                 [cmf, flg, ..] => 2 * usize::from(has_zlib_header(*cmf, *flg)),
-                _ => return self.keep_header(in_place, data),
+                _ => return Ok(self.keep_header(in_place, data)),
             },
         };
         let inflate = self
@@ -325,35 +352,63 @@ impl BodySink {
         inflate.reset_as(MinReset);
         self.decoding = Decoding::Stream;
         if in_place {
-            return self.decode(&data[start..]);
+            return Ok(match self.decode(&data[start..], budget)? {
+                Pushed::Paused(taken) => Pushed::Paused(start + taken),
+                Pushed::All => Pushed::All,
+            });
         }
+        // The stream starts in an earlier piece only for raw deflate whose first piece was
+        // one byte (a gzip header is never complete in the earlier pieces, a zlib one is
+        // two bytes). One byte of deflate decodes to nothing (a block's header and its
+        // first code take more than 8 bits), so it goes through without a budget.
         let header = std::mem::take(&mut self.header);
-        let result = self.decode(&header[start..]);
+        let result = if start < earlier {
+            let mut unbounded = u64::MAX;
+            self.decode(&header[start..earlier], &mut unbounded)
+                .map(|_| ())
+        } else {
+            Ok(())
+        };
         self.header = header;
         self.header.clear();
-        result
+        result?;
+        let from = start.saturating_sub(earlier);
+        Ok(match self.decode(&data[from..], budget)? {
+            Pushed::Paused(taken) => Pushed::Paused(from + taken),
+            Pushed::All => Pushed::All,
+        })
     }
 
     /// Keeps an incomplete header (read in place) for the next piece to complete.
-    fn keep_header(&mut self, in_place: bool, data: &[u8]) -> Result<(), ErrorKind> {
+    fn keep_header(&mut self, in_place: bool, data: &[u8]) -> Pushed {
         if in_place {
             self.header.extend_from_slice(data);
         }
-        Ok(())
+        Pushed::All
     }
 
-    /// Decodes `input` chunk by chunk, counting (and keeping) what comes out.
-    fn decode(&mut self, input: &[u8]) -> Result<(), ErrorKind> {
+    /// Decodes `input` chunk by chunk, counting (and keeping) what comes out, until the
+    /// input is used up or `budget` is.
+    fn decode(&mut self, input: &[u8], budget: &mut u64) -> Result<Pushed, ErrorKind> {
         let mut out = std::mem::take(&mut self.out);
         out.resize(CHUNK, 0);
-        let result = self.decode_into(input, &mut out);
+        let result = self.decode_into(input, &mut out, budget);
         self.out = out;
         result
     }
 
-    fn decode_into(&mut self, mut input: &[u8], out: &mut [u8]) -> Result<(), ErrorKind> {
+    fn decode_into(
+        &mut self,
+        input: &[u8],
+        out: &mut [u8],
+        budget: &mut u64,
+    ) -> Result<Pushed, ErrorKind> {
+        let mut taken = 0;
         loop {
-            let (consumed, produced, ended) = match self.step(input, out) {
+            if *budget == 0 {
+                return Ok(Pushed::Paused(taken));
+            }
+            let (consumed, produced, ended) = match self.step(&input[taken..], out) {
                 Some(step) => step,
                 None => {
                     self.decoding = Decoding::Failed;
@@ -364,13 +419,13 @@ impl BodySink {
                     return if refused && self.keep {
                         Err(ErrorKind::BodyTooLarge)
                     } else {
-                        Ok(())
+                        Ok(Pushed::All)
                     };
                 }
             };
-            input = &input[consumed..];
+            taken += consumed;
             self.decoded += produced as u64;
-            self.unyielded += produced as u64;
+            *budget = budget.saturating_sub(produced as u64);
             if self.keep {
                 if self.body.len() + produced > self.limit {
                     return Err(ErrorKind::BodyTooLarge);
@@ -380,16 +435,16 @@ impl BodySink {
             if ended {
                 self.decoding = Decoding::Done;
                 self.brotli = None;
-                return Ok(());
+                return Ok(Pushed::All);
             }
             // Output not full and no input left: everything available came out.
-            if produced < CHUNK && input.is_empty() {
-                return Ok(());
+            if produced < CHUNK && taken == input.len() {
+                return Ok(Pushed::All);
             }
             if consumed == 0 && produced == 0 {
                 // Input left, room for output, and no progress: a stream that cannot go on.
                 self.decoding = Decoding::Failed;
-                return Ok(());
+                return Ok(Pushed::All);
             }
         }
     }
@@ -451,7 +506,7 @@ mod tests {
     ) -> Result<(), ErrorKind> {
         sink.set_coding(coding);
         for chunk in wire.chunks(piece) {
-            sink.push(chunk)?;
+            sink.push_all(chunk)?;
         }
         Ok(())
     }
@@ -527,7 +582,7 @@ mod tests {
         for (i, sink) in sinks.iter_mut().enumerate() {
             sink.start(i == 2, 1 << 30);
             sink.set_coding(ContentCoding::Br);
-            let pushed = sink.push(head);
+            let pushed = sink.push_all(head);
             // The first fits; the second would pass the budget and is not decoded; the
             // third wanted its body kept, and cannot have it.
             let expected = if i == 2 {
@@ -542,7 +597,7 @@ mod tests {
             brotli_bytes_in_use() >= 16 << 20,
             "the first holds its window"
         );
-        sinks[0].push(&br[br.len() / 2..]).unwrap();
+        sinks[0].push_all(&br[br.len() / 2..]).unwrap();
         assert_eq!(sinks[0].decoded_len(), Some(17 << 20));
         assert_eq!(
             sinks[1].decoded_len(),
@@ -559,10 +614,6 @@ mod tests {
         sink.start(false, 1024);
         feed(&mut sink, ContentCoding::Gzip, &bomb, 16 * 1024).unwrap();
         assert_eq!(sink.decoded_len(), Some(64 << 20), "counted as decoded");
-        assert!(
-            sink.should_yield() && !sink.should_yield(),
-            "work is reported once"
-        );
         assert_eq!(sink.body(), None);
         assert!(
             sink.retained_bytes() < 128 * 1024,
@@ -585,7 +636,7 @@ mod tests {
             Ok(())
         );
         assert_eq!(sink.body().map(<[u8]>::len), Some(1000));
-        assert_eq!(sink.push(b"b"), Err(ErrorKind::BodyTooLarge));
+        assert_eq!(sink.push_all(b"b"), Err(ErrorKind::BodyTooLarge));
     }
 
     #[test]
@@ -613,5 +664,107 @@ mod tests {
             "an unknown coding is kept as it came"
         );
         assert_eq!(sink.decoded_len(), None);
+    }
+
+    /// Feeds `wire` in `piece`-byte pieces with a budget of `budget` per turn, as a
+    /// connection does; returns the output of each turn.
+    fn turns(sink: &mut BodySink, wire: &[u8], piece: usize, budget: u64) -> Vec<u64> {
+        let mut turns = Vec::new();
+        let mut left = budget;
+        let mut turn_start = sink.decoded_so_far();
+        let mut next_turn = |sink: &BodySink, left: &mut u64| {
+            turns.push(sink.decoded_so_far() - turn_start);
+            turn_start = sink.decoded_so_far();
+            *left = budget;
+        };
+        for chunk in wire.chunks(piece) {
+            let mut rest = chunk;
+            while let Pushed::Paused(taken) = sink.push(rest, &mut left).unwrap() {
+                rest = &rest[taken..];
+                next_turn(sink, &mut left);
+            }
+        }
+        next_turn(sink, &mut left);
+        turns
+    }
+
+    #[test]
+    fn decoding_stops_at_the_budget_and_resumes_to_the_same_output() {
+        // A bomb (about 1000:1) of varied bytes, so that resuming at the wrong place shows.
+        let text: Vec<u8> = (0..(8u32 << 20))
+            .map(|i| if i % 4099 == 0 { (i >> 12) as u8 } else { 0 })
+            .collect();
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        zlib.write_all(&text).unwrap();
+        let mut br = Vec::new();
+        {
+            let mut w = brotli::CompressorWriter::new(&mut br, 4096, 9, 22);
+            w.write_all(&text).unwrap();
+        }
+        let cases = [
+            (ContentCoding::Gzip, gzip(&text)),
+            (ContentCoding::Deflate, zlib.finish().unwrap()),
+            (ContentCoding::Br, br),
+        ];
+        let budget = TURN_BUDGET;
+        for (coding, wire) in &cases {
+            assert!(
+                wire.len() < 64 << 10,
+                "{coding:?}: a bomb ({} bytes)",
+                wire.len()
+            );
+            for piece in [16 * 1024, wire.len(), 1000] {
+                let mut sink = BodySink::default();
+                sink.start(true, 16 << 20);
+                sink.set_coding(*coding);
+                let turns = turns(&mut sink, wire, piece, budget);
+                assert!(
+                    sink.body() == Some(&text[..]),
+                    "{coding:?} in {piece}-byte pieces"
+                );
+                assert_eq!(sink.decoded_len(), Some(text.len() as u64));
+                let most = turns.iter().max().copied().unwrap_or(0);
+                assert!(
+                    most <= budget + CHUNK as u64,
+                    "{coding:?}: {most} bytes decoded in one turn, over the budget"
+                );
+                assert!(
+                    turns.len() as u64 >= text.len() as u64 / (budget + CHUNK as u64),
+                    "{coding:?}: {} turns",
+                    turns.len()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_spent_budget_decodes_nothing_and_one_chunk_turns_resume_to_the_end() {
+        let text = vec![7u8; 1 << 20];
+        let wire = gzip(&text);
+        let mut sink = BodySink::default();
+        sink.start(false, 0);
+        sink.set_coding(ContentCoding::Gzip);
+        let mut budget = 0;
+        let Ok(Pushed::Paused(header)) = sink.push(&wire, &mut budget) else {
+            panic!("a spent budget decodes nothing");
+        };
+        assert!(header <= 10, "at most the gzip header is taken: {header}");
+        assert_eq!(sink.decoded_so_far(), 0);
+        let mut budget = CHUNK as u64;
+        let mut rest = &wire[header..];
+        let mut pushed = sink.push(rest, &mut budget).unwrap();
+        assert_eq!(budget, 0);
+        let mut turns = 1;
+        while let Pushed::Paused(taken) = pushed {
+            // Once all input is taken, output may still be pending: an empty push gets it.
+            rest = &rest[taken..];
+            budget = CHUNK as u64;
+            let before = sink.decoded_so_far();
+            pushed = sink.push(rest, &mut budget).unwrap();
+            assert!(sink.decoded_so_far() - before <= CHUNK as u64);
+            turns += 1;
+        }
+        assert_eq!(sink.decoded_len(), Some(text.len() as u64));
+        assert!(turns >= text.len() / CHUNK, "{turns} turns");
     }
 }

@@ -512,7 +512,8 @@ fn decoded(coding: ContentCoding, raw: CapturedBody, limit: usize) -> (CapturedB
     let mut sink = BodySink::default();
     sink.start(true, limit);
     sink.set_coding(coding);
-    match sink.push(&raw.kept).ok().and_then(|()| sink.body()) {
+    // Whole in memory already (up to --max-body-size): decoded at once.
+    match sink.push_all(&raw.kept).ok().and_then(|()| sink.body()) {
         Some(body) => (
             CapturedBody {
                 kept: body.to_vec(),
@@ -658,7 +659,7 @@ impl Body for Tee {
                     if let Some(decoder) = this.decoder.as_mut() {
                         let sink = decoder.get_mut().unwrap_or_else(|e| e.into_inner());
                         // A body that does not decode has no decoded size; it still passes.
-                        let _ = sink.push(data);
+                        let _ = sink.push_all(data);
                     }
                 }
                 Poll::Ready(Some(Ok(frame)))

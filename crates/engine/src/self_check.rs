@@ -55,14 +55,22 @@ impl CpuClock {
     }
 }
 
-/// Ticks every [`TICK`] for the whole run: records how late each tick fired, and keeps the
-/// worker's VU gauge filled through quiet seconds.
+/// How often the worker frees pooled buffers no request needed meanwhile.
+const POOL_TRIM_PERIOD: Duration = Duration::from_secs(10);
+
+/// Ticks every [`TICK`] for the whole run: records how late each tick fired, keeps the
+/// worker's VU gauge filled through quiet seconds, and trims the worker's pools now and then.
 pub(crate) async fn tick(worker: Rc<Worker>) {
     let mut next = Instant::now() + TICK;
+    let mut trim_at = Instant::now() + POOL_TRIM_PERIOD;
     loop {
         tokio::time::sleep_until(next.into()).await;
         let now = Instant::now();
         worker.record_tick(now.saturating_duration_since(next));
+        if now >= trim_at {
+            worker.trim_pools();
+            trim_at = now + POOL_TRIM_PERIOD;
+        }
         // A stalled loop does not owe the missed ticks: the next one is a tick from now.
         next = (next + TICK).max(now + TICK / 2);
     }

@@ -62,11 +62,28 @@ const POOLED_BYTES: usize = 1 << 20;
 #[derive(Debug, Default)]
 pub(crate) struct Pool<T> {
     free: RefCell<Vec<T>>,
+    /// The fewest objects resting in the pool since the last [`Pool::trim`].
+    idle_low: Cell<usize>,
 }
 
 impl<T: Default> Pool<T> {
     pub(crate) fn take(&self) -> T {
-        self.free.borrow_mut().pop().unwrap_or_default()
+        let mut free = self.free.borrow_mut();
+        let item = free.pop().unwrap_or_default();
+        self.idle_low.set(self.idle_low.get().min(free.len()));
+        item
+    }
+
+    /// Frees the objects nobody took since the last trim (see `ReadBuffers::trim`); returns
+    /// how many.
+    pub(crate) fn trim(&self) -> usize {
+        let Ok(mut free) = self.free.try_borrow_mut() else {
+            return 0;
+        };
+        let unused = self.idle_low.get().min(free.len());
+        free.drain(..unused);
+        self.idle_low.set(free.len());
+        unused
     }
 
     /// Takes `item` back unless it holds more than [`POOLED_BYTES`] (`bytes` says how much).
@@ -74,6 +91,18 @@ impl<T: Default> Pool<T> {
         if bytes <= POOLED_BYTES {
             self.free.borrow_mut().push(item);
         }
+    }
+}
+
+/// Returns the allocator's free pages to the system (glibc keeps freed small blocks in its
+/// arenas, so RSS would not fall after the pools are trimmed).
+fn give_back_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim takes no pointers and locks each arena it trims; it is safe to
+    // call from any thread at any time.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -288,6 +317,18 @@ impl Worker {
             .borrow_mut()
             .self_check
             .record_lag(Instant::now().saturating_duration_since(planned));
+    }
+
+    /// Frees pooled buffers no request needed since the last call, and gives the freed pages
+    /// back to the system. The pools hold what as many requests as were ever in flight at once
+    /// needed (a read buffer, a capture with its inflater and output buffer: about 70 KiB per
+    /// session of a scripted run); a burst — a stalled machine piling up sessions — would
+    /// otherwise stay in RSS for the rest of the run (RELIABILITY.md, "Soak").
+    pub(crate) fn trim_pools(&self) {
+        let freed = self.read_buffers.trim() + self.request_buffers.trim() + self.captures.trim();
+        if freed > 0 {
+            give_back_free_memory();
+        }
     }
 
     /// Notes how late the self-check tick fired, and refreshes the VU gauge.
@@ -519,5 +560,21 @@ mod tests {
         assert_eq!(texts[255], "00000abc-3-ff");
         assert_eq!(texts[256], "00000abc-3-100");
         assert_eq!(texts[299], format!("00000abc-3-{:x}", 299));
+    }
+
+    #[test]
+    fn a_pool_trim_frees_what_rested_since_the_last_trim() {
+        let pool: Pool<Vec<u8>> = Pool::default();
+        let burst: Vec<Vec<u8>> = (0..10).map(|_| pool.take()).collect();
+        for item in burst {
+            pool.give(item, 0);
+        }
+        assert_eq!(pool.trim(), 0, "all 10 were taken since the start");
+        for _ in 0..3 {
+            let item = pool.take();
+            pool.give(item, 0);
+        }
+        assert_eq!(pool.trim(), 9, "one was enough since the last trim");
+        assert_eq!(pool.free.borrow().len(), 1);
     }
 }

@@ -8,7 +8,7 @@
 use crate::frame::{self, FrameHeader, HEADER_LEN};
 use crate::hpack::Encoder;
 use crate::hpack_decoder::Decoder;
-use barrage_body::{BodySink, ContentCoding};
+use barrage_body::{BodySink, ContentCoding, Pushed, TURN_BUDGET};
 use barrage_metrics::ErrorKind;
 use std::time::Instant;
 
@@ -124,6 +124,18 @@ pub struct Events {
     pub capacity_all: bool,
 }
 
+/// A DATA frame whose body decoding stopped at the turn's budget: the rest of its payload
+/// (`read_buf[from..to]`, before `read_start`) waits for [`Connection::resume`].
+#[derive(Debug, Clone, Copy)]
+struct PausedData {
+    index: usize,
+    /// The stream it is for: the slot may be released (and reused) meanwhile.
+    id: u32,
+    from: usize,
+    to: usize,
+    end_stream: bool,
+}
+
 /// An HTTP/2 client connection's protocol state.
 pub struct Connection {
     https: bool,
@@ -162,6 +174,11 @@ pub struct Connection {
     failed: Option<ErrorKind>,
     exchanges: u64,
     events: Events,
+    /// Decoded body output the connection may still produce in this turn (all streams
+    /// together); [`Connection::new_turn`] renews it.
+    decode_budget: u64,
+    /// Set when the budget ran out inside a DATA frame: frames after it wait.
+    paused: Option<PausedData>,
     /// Scratch for lower-casing header names.
     pub(crate) scratch: Vec<u8>,
 }
@@ -204,6 +221,8 @@ impl Connection {
             failed: None,
             exchanges: 0,
             events: Events::default(),
+            decode_budget: TURN_BUDGET,
+            paused: None,
             scratch: Vec::new(),
         }
     }
@@ -285,43 +304,97 @@ impl Connection {
     }
 
     /// Room to read into (at least a whole frame's worth); then call
-    /// [`Connection::receive`] with how much was read.
+    /// [`Connection::receive`] with how much was read. Not while [`Connection::decode_paused`]
+    /// (resume first): the paused frame's payload is kept, and the room may be short.
     #[inline]
     pub fn read_space(&mut self) -> &mut [u8] {
-        if self.read_start == self.read_end {
+        let keep_from = self.paused.map_or(self.read_start, |p| p.from);
+        if keep_from == self.read_end {
             self.read_start = 0;
             self.read_end = 0;
         } else if self.read_buf.len() - self.read_end < HEADER_LEN + frame::MAX_FRAME_SIZE {
             // Keep room for a whole frame after the partial one.
-            self.read_buf.copy_within(self.read_start..self.read_end, 0);
-            self.read_end -= self.read_start;
-            self.read_start = 0;
+            self.read_buf.copy_within(keep_from..self.read_end, 0);
+            self.read_end -= keep_from;
+            self.read_start -= keep_from;
+            if let Some(paused) = self.paused.as_mut() {
+                paused.from -= keep_from;
+                paused.to -= keep_from;
+            }
         }
         &mut self.read_buf[self.read_end..]
     }
 
     /// `n` bytes were read into [`Connection::read_space`] at `now`: processes every whole
-    /// frame. A connection error ends the connection (see [`Connection::fail`]).
+    /// frame, until the turn's decode budget runs out (see [`Connection::decode_paused`]).
+    /// A connection error ends the connection (see [`Connection::fail`]).
     pub fn receive(&mut self, n: usize, now: Instant) {
         if self.failed.is_some() {
             return;
         }
         self.read_end = (self.read_end + n).min(self.read_buf.len());
+        if self.paused.is_some() {
+            return; // processed after the paused frame, by `resume`
+        }
         self.read_at = now;
         if let Err(kind) = self.process() {
             self.fail(kind, now);
         }
     }
 
-    /// Feeds `bytes` through [`Connection::read_space`] and [`Connection::receive`]: the
-    /// whole-buffer form (tests, fuzzing).
+    /// A new event-loop turn: the decode budget is renewed ([`TURN_BUDGET`] bytes of decoded
+    /// body output for all the connection's streams together).
+    #[inline]
+    pub fn new_turn(&mut self) {
+        self.decode_budget = TURN_BUDGET;
+    }
+
+    /// Whether a body's decoding stopped at the turn's budget, with the rest of its DATA
+    /// frame (and the frames after it) waiting: the driver gives the thread's other tasks a
+    /// turn, then calls [`Connection::new_turn`] and [`Connection::resume`] before reading more.
+    #[inline]
+    pub fn decode_paused(&self) -> bool {
+        self.paused.is_some()
+    }
+
+    /// Goes on where the decode budget stopped: the paused DATA frame's body (dropped if its
+    /// stream was cancelled meanwhile), then the frames after it, at `now`.
+    pub fn resume(&mut self, now: Instant) {
+        let Some(paused) = self.paused.take() else {
+            return;
+        };
+        if self.failed.is_some() {
+            return;
+        }
+        self.read_at = now;
+        let slot = &self.slots[paused.index];
+        if slot.id == paused.id && slot.phase == Phase::Body {
+            self.push_body(paused);
+        }
+        if self.paused.is_none() {
+            if let Err(kind) = self.process() {
+                self.fail(kind, now);
+            }
+        }
+    }
+
+    /// Feeds `bytes` through [`Connection::read_space`] and [`Connection::receive`], each
+    /// paused decode resumed at once (a turn each): the whole-buffer form (tests, fuzzing).
     pub fn receive_all(&mut self, mut bytes: &[u8], now: Instant) {
         while !bytes.is_empty() && self.failed.is_none() {
+            while self.paused.is_some() {
+                self.new_turn();
+                self.resume(now);
+            }
             let space = self.read_space();
             let n = space.len().min(bytes.len());
             space[..n].copy_from_slice(&bytes[..n]);
             bytes = &bytes[n..];
             self.receive(n, now);
+        }
+        while self.paused.is_some() {
+            self.new_turn();
+            self.resume(now);
         }
     }
 
@@ -420,6 +493,7 @@ impl Connection {
             return;
         }
         self.read_at = now;
+        self.paused = None;
         let kind = match kind {
             // Prior knowledge sent to a server without h2c: it answers the preface with an
             // HTTP/1.1 error or a close, never with SETTINGS.
@@ -483,9 +557,9 @@ impl Connection {
         wire
     }
 
-    /// Processes every whole frame in the read buffer.
+    /// Processes every whole frame in the read buffer, until a body's decoding pauses.
     fn process(&mut self) -> Result<(), ErrorKind> {
-        loop {
+        while self.paused.is_none() {
             let available = &self.read_buf[self.read_start..self.read_end];
             let Some(header) = FrameHeader::parse(available) else {
                 return Ok(());
@@ -509,6 +583,7 @@ impl Connection {
             self.read_start = start + header.len;
             self.frame(header, start)?;
         }
+        Ok(())
     }
 
     /// Handles one frame whose payload is `read_buf[start..start + header.len]`.
@@ -650,6 +725,9 @@ impl Connection {
             self.finish(index, Phase::Failed(ErrorKind::H2Protocol));
             return Ok(());
         };
+        // Where the data lies in the read buffer (padding excluded).
+        let from = start + (data.as_ptr() as usize - payload.as_ptr() as usize);
+        let to = from + data.len();
         let slot = &mut self.slots[index];
         if slot.phase != Phase::Body {
             // DATA before the response head (or after the stream ended).
@@ -658,22 +736,47 @@ impl Connection {
         }
         slot.body_bytes += data.len() as u64;
         slot.wire_bytes += (HEADER_LEN + header.len) as u64;
-        if slot.keep_body {
-            if let Err(kind) = slot.body.push(data) {
-                self.finish(index, Phase::Failed(kind));
-                return Ok(());
-            }
-        }
-        if header.flags & frame::FLAG_END_STREAM != 0 {
-            self.finish(index, Phase::Done);
-        } else {
+        let end_stream = header.flags & frame::FLAG_END_STREAM != 0;
+        if !end_stream {
             slot.unacked += header.len as u32;
             if slot.unacked >= self.stream_window / 2 {
                 frame::write_window_update(&mut self.write_buf, slot.id, slot.unacked);
                 slot.unacked = 0;
             }
         }
+        let id = slot.id;
+        if slot.keep_body {
+            self.push_body(PausedData {
+                index,
+                id,
+                from,
+                to,
+                end_stream,
+            });
+        } else if end_stream {
+            self.finish(index, Phase::Done);
+        }
         Ok(())
+    }
+
+    /// Hands `data`'s payload to its stream's body within the turn's decode budget; ends the
+    /// stream after its last DATA, or pauses the connection where the budget ran out.
+    fn push_body(&mut self, data: PausedData) {
+        let slot = &mut self.slots[data.index];
+        let pushed = slot
+            .body
+            .push(&self.read_buf[data.from..data.to], &mut self.decode_budget);
+        match pushed {
+            Err(kind) => self.finish(data.index, Phase::Failed(kind)),
+            Ok(Pushed::Paused(taken)) => {
+                self.paused = Some(PausedData {
+                    from: data.from + taken,
+                    ..data
+                });
+            }
+            Ok(Pushed::All) if data.end_stream => self.finish(data.index, Phase::Done),
+            Ok(Pushed::All) => {}
+        }
     }
 
     /// A complete header block for `stream`: decoded always (the HPACK state is the
@@ -894,5 +997,120 @@ mod tests {
         );
         assert!(conn.events().capacity_all);
         assert_eq!(conn.can_open(), Err(ErrorKind::H2Protocol));
+    }
+
+    /// A gzip body that decodes to `size` zero bytes (about 1000:1, one DATA frame).
+    fn bomb(size: usize) -> Vec<u8> {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(&vec![0u8; size]).unwrap();
+        e.finish().unwrap()
+    }
+
+    /// Two streams' heads (the first gzip-encoded), a bomb of `size` for the first and a
+    /// small body for the second after it, as one read.
+    fn bomb_then_small(size: usize) -> (Connection, usize, usize, Vec<u8>) {
+        let mut conn = Connection::new(false, None, None);
+        conn.wrote(conn.output().len());
+        let first = conn
+            .start_stream(REQUEST, true, KeepBody::IfEncoded)
+            .unwrap();
+        let mut input = frame(frame::SETTINGS, 0, 0, &[]);
+        conn.receive_all(&input, Instant::now());
+        let second = conn
+            .start_stream(REQUEST, true, KeepBody::Always(1 << 20))
+            .unwrap();
+        let mut gzip_head = status_block(b"200");
+        Encoder::default().encode(
+            b"content-encoding",
+            b"gzip",
+            Indexing::Never,
+            &mut gzip_head,
+        );
+        input = frame(frame::HEADERS, frame::FLAG_END_HEADERS, 1, &gzip_head);
+        input.extend(frame(
+            frame::HEADERS,
+            frame::FLAG_END_HEADERS,
+            3,
+            &status_block(b"200"),
+        ));
+        let bomb = bomb(size);
+        assert!(
+            bomb.len() <= frame::MAX_FRAME_SIZE,
+            "one frame: {}",
+            bomb.len()
+        );
+        input.extend(frame(frame::DATA, frame::FLAG_END_STREAM, 1, &bomb));
+        input.extend(frame(frame::DATA, frame::FLAG_END_STREAM, 3, b"after"));
+        (conn, first.slot, second.slot, input)
+    }
+
+    /// Reads `input` in one read, as the driver does.
+    fn read(conn: &mut Connection, input: &[u8]) {
+        let space = conn.read_space();
+        assert!(space.len() >= input.len());
+        space[..input.len()].copy_from_slice(input);
+        conn.receive(input.len(), Instant::now());
+    }
+
+    #[test]
+    fn a_bomb_frame_is_decoded_over_turns_and_the_frames_after_it_wait() {
+        const SIZE: usize = 8 << 20;
+        let (mut conn, first, second, input) = bomb_then_small(SIZE);
+        conn.new_turn();
+        read(&mut conn, &input);
+        let most_per_turn = TURN_BUDGET + 8 * 1024;
+        let mut turns = 1;
+        let mut largest = conn.slot(first).body.decoded_so_far();
+        while conn.decode_paused() {
+            // The frames after the paused one wait, in order.
+            assert_eq!(conn.slot(second).phase, Phase::Body);
+            assert_eq!(conn.slot(first).phase, Phase::Body);
+            let before = conn.slot(first).body.decoded_so_far();
+            conn.new_turn();
+            conn.resume(Instant::now());
+            largest = largest.max(conn.slot(first).body.decoded_so_far() - before);
+            turns += 1;
+        }
+        assert!(
+            largest <= most_per_turn,
+            "{largest} bytes decoded in one turn"
+        );
+        assert!(turns as u64 >= SIZE as u64 / most_per_turn, "{turns} turns");
+        assert_eq!(conn.slot(first).phase, Phase::Done);
+        assert_eq!(conn.slot(first).body.decoded_len(), Some(SIZE as u64));
+        assert_eq!(conn.slot(second).phase, Phase::Done);
+        assert_eq!(conn.slot(second).body.body(), Some(&b"after"[..]));
+    }
+
+    #[test]
+    fn a_stream_cancelled_while_its_decoding_waits_drops_the_rest_and_the_connection_goes_on() {
+        let (mut conn, first, second, input) = bomb_then_small(8 << 20);
+        conn.new_turn();
+        read(&mut conn, &input);
+        assert!(conn.decode_paused());
+        // Its exchange timed out.
+        conn.wrote(conn.output().len());
+        conn.release(first);
+        assert!(!conn.output_is_empty(), "RST_STREAM queued");
+        conn.new_turn();
+        conn.resume(Instant::now());
+        assert!(!conn.decode_paused());
+        assert_eq!(conn.slot(second).phase, Phase::Done);
+        assert_eq!(conn.slot(second).body.body(), Some(&b"after"[..]));
+        assert_eq!(conn.failed(), None);
+        // The released slot serves the next stream cleanly.
+        let next = conn.start_stream(REQUEST, true, KeepBody::Never).unwrap();
+        assert_eq!(next.slot, first);
+        let mut reply = frame(
+            frame::HEADERS,
+            frame::FLAG_END_HEADERS,
+            next.id,
+            &status_block(b"204"),
+        );
+        reply.extend(frame(frame::DATA, frame::FLAG_END_STREAM, next.id, b""));
+        conn.receive_all(&reply, Instant::now());
+        assert_eq!(conn.slot(next.slot).phase, Phase::Done);
+        assert_eq!(conn.slot(next.slot).status, 204);
     }
 }

@@ -4,7 +4,9 @@
 //! shared machine), old tree against new:
 //! `valgrind --tool=callgrind target/release/examples/response_cost 100000`.
 
-use barrage_http::{parse_head_limited, BodySink, ContentCoding, DEFAULT_MAX_HEADERS};
+use barrage_http::{
+    parse_head_limited, BodySink, ContentCoding, Pushed, DEFAULT_MAX_HEADERS, TURN_BUDGET,
+};
 use std::io::Write;
 
 fn main() {
@@ -40,7 +42,11 @@ fn main() {
         .expect("complete head");
         sink.start(false, 0);
         sink.set_coding(coding);
-        sink.push(&response[head.head_len..]).expect("not kept");
+        let mut budget = TURN_BUDGET;
+        let pushed = sink
+            .push(&response[head.head_len..], &mut budget)
+            .expect("not kept");
+        assert_eq!(pushed, Pushed::All, "a small body is one turn's work");
         decoded += sink.decoded_len().unwrap_or(0);
     }
     println!("{rounds} responses, {decoded} bytes decoded");

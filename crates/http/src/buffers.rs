@@ -1,7 +1,7 @@
 //! Read buffers lent to exchanges while they run, so an idle connection (a client in think
 //! time) holds no read buffer: one pool per worker thread, no allocation per request.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ops::{Deref, DerefMut};
 
 /// Size of a read buffer; a response head must fit in [`MAX_HEAD`], bodies stream through.
@@ -20,6 +20,9 @@ pub(crate) const MAX_HEAD: usize = 64 * 1024;
 #[derive(Debug, Default)]
 pub struct ReadBuffers {
     free: RefCell<Vec<Vec<u8>>>,
+    /// The fewest buffers resting in the pool since the last [`ReadBuffers::trim`]: that many
+    /// were not needed all along.
+    idle_low: Cell<usize>,
 }
 
 impl ReadBuffers {
@@ -33,12 +36,26 @@ impl ReadBuffers {
     }
 
     pub(crate) fn lend(&self) -> LentBuffer<'_> {
-        let buf = self
-            .free
-            .borrow_mut()
-            .pop()
-            .unwrap_or_else(|| vec![0; READ_BUFFER]);
+        let mut free = self.free.borrow_mut();
+        let buf = free.pop().unwrap_or_else(|| vec![0; READ_BUFFER]);
+        self.idle_low.set(self.idle_low.get().min(free.len()));
         LentBuffer { pool: self, buf }
+    }
+
+    /// Frees the buffers no exchange needed since the last trim, and returns their bytes:
+    /// the pool holds what as many exchanges as were ever in flight at once needed, and a
+    /// burst (a stalled machine piling up sessions) would otherwise be held for the rest of
+    /// the run. Call it now and then (seconds apart), never per request.
+    pub fn trim(&self) -> usize {
+        let Ok(mut free) = self.free.try_borrow_mut() else {
+            return 0;
+        };
+        // The buffers at the bottom of the stack are the ones that rested all along.
+        let unused = self.idle_low.get().min(free.len());
+        let bytes = free[..unused].iter().map(Vec::capacity).sum();
+        free.drain(..unused);
+        self.idle_low.set(free.len());
+        bytes
     }
 }
 
@@ -94,6 +111,23 @@ mod tests {
         let a = pool.lend();
         assert_eq!(a.len(), READ_BUFFER);
         assert_eq!(pool.idle(), 1);
+    }
+
+    #[test]
+    fn a_trim_frees_the_buffers_no_exchange_needed_since_the_last_one() {
+        let pool = ReadBuffers::new();
+        // A burst of 10 exchanges, then 2 at a time.
+        drop((0..10).map(|_| pool.lend()).collect::<Vec<_>>());
+        assert_eq!(pool.trim(), 0, "all 10 were needed since the start");
+        for _ in 0..5 {
+            let _a = pool.lend();
+            let _b = pool.lend();
+        }
+        assert_eq!(pool.trim(), 8 * READ_BUFFER, "8 rested since the last trim");
+        assert_eq!(pool.idle(), 2);
+        let _c = pool.lend();
+        assert_eq!(pool.trim(), READ_BUFFER, "one of the two rested");
+        assert_eq!(pool.trim(), 0);
     }
 
     #[test]

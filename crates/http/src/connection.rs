@@ -6,6 +6,7 @@ use crate::capture::Capture;
 use crate::classify::classify_io_error;
 use crate::framing::{parse_head_limited, BodyFraming, ChunkedDecoder, DEFAULT_MAX_HEADERS};
 use crate::stream::{connect_from, Stream};
+use barrage_body::{BodySink, Pushed, TURN_BUDGET};
 use barrage_metrics::ErrorKind;
 use std::cell::Cell;
 use std::io;
@@ -49,24 +50,69 @@ pub struct Connection {
     max_headers: usize,
 }
 
-/// Gives other tasks (and the request's timeout) a turn when decoding has done a lot of work
-/// in this poll: a highly compressed body can arrive faster than it decodes.
-async fn yield_if_busy(capture: &mut Option<&mut Capture<'_>>) {
-    if capture
-        .as_deref_mut()
-        .is_some_and(|c| c.into.body.should_yield())
-    {
-        tokio::task::yield_now().await;
-    }
+/// An exchange's body sink (when it decodes or keeps the body) with its decoding budget
+/// for this event-loop turn: a highly compressed body arrives faster than it decodes, so
+/// decoding stops at [`TURN_BUDGET`] bytes of output, the task yields, and decoding resumes
+/// where it stopped. The thread's other tasks (and this request's timeout) get their turn
+/// however much one read decodes to.
+struct Decode<'a> {
+    sink: Option<&'a mut BodySink>,
+    budget: u64,
+    /// Whether the budget ran out with decoded output maybe still pending.
+    paused: bool,
 }
 
-/// Hands `data` to the capture's body sink, if it decodes or keeps the body; fails when a
-/// kept body passes its limit.
-#[inline]
-fn sink(capture: &mut Option<&mut Capture<'_>>, data: &[u8]) -> Result<(), ErrorKind> {
-    match capture.as_deref_mut().and_then(Capture::body_sink) {
-        Some(body) => body.push(data),
-        None => Ok(()),
+impl<'a> Decode<'a> {
+    fn new(sink: Option<&'a mut BodySink>) -> Self {
+        Decode {
+            sink,
+            budget: TURN_BUDGET,
+            paused: false,
+        }
+    }
+
+    /// Takes as much of `data` as this turn's budget allows; returns the bytes taken. An
+    /// empty `data` gets output still pending from earlier pieces.
+    #[inline]
+    fn take(&mut self, data: &[u8]) -> Result<usize, ErrorKind> {
+        let Some(sink) = self.sink.as_deref_mut() else {
+            return Ok(data.len());
+        };
+        self.paused = false;
+        match sink.push(data, &mut self.budget)? {
+            Pushed::All => Ok(data.len()),
+            Pushed::Paused(taken) => {
+                self.paused = true;
+                Ok(taken)
+            }
+        }
+    }
+
+    /// Gives the other tasks a turn, then renews the budget and decodes what is still
+    /// pending from the last piece (until the budget runs out again: then `paused`).
+    async fn next_turn(&mut self) -> Result<(), ErrorKind> {
+        tokio::task::yield_now().await;
+        self.budget = TURN_BUDGET;
+        self.take(&[]).map(drop)
+    }
+
+    /// Takes all of `data`, over as many turns as its decoding needs.
+    async fn push(&mut self, mut data: &[u8]) -> Result<(), ErrorKind> {
+        loop {
+            data = &data[self.take(data)?..];
+            if !self.paused {
+                return Ok(());
+            }
+            self.next_turn().await?;
+        }
+    }
+
+    /// At the body's end: decodes what is still pending, over as many turns as it needs.
+    async fn finish(&mut self) -> Result<(), ErrorKind> {
+        while self.paused {
+            self.next_turn().await?;
+        }
+        Ok(())
     }
 }
 
@@ -193,12 +239,13 @@ impl Connection {
         let mut keep_alive = head.keep_alive;
         let mut body_bytes = 0u64;
         let start = head.head_len;
+        let mut decode = Decode::new(capture.and_then(Capture::body_sink));
         match head.body {
             BodyFraming::Empty => keep_alive &= filled == start,
             BodyFraming::Length(length) => {
                 let available = (filled - start) as u64;
                 let take = available.min(length) as usize;
-                sink(&mut capture, &buf[start..start + take])?;
+                decode.push(&buf[start..start + take]).await?;
                 // Bytes past the body mean the server pipelined something we did not ask for.
                 keep_alive &= available <= length;
                 let mut remaining = length - take as u64;
@@ -207,8 +254,7 @@ impl Connection {
                     let n = self.read_into(&mut buf[..]).await?;
                     count(n);
                     let take = (n as u64).min(remaining) as usize;
-                    sink(&mut capture, &buf[..take])?;
-                    yield_if_busy(&mut capture).await;
+                    decode.push(&buf[..take]).await?;
                     remaining -= take as u64;
                     body_bytes += take as u64;
                     keep_alive &= n == take;
@@ -221,15 +267,24 @@ impl Connection {
                     let mut sunk = Ok(());
                     let used = decoder
                         .feed(&buf[pending_from..filled], |data| {
-                            body_bytes += data.len() as u64;
-                            if sunk.is_ok() {
-                                sunk = sink(&mut capture, data);
-                            }
+                            let taken = match sunk {
+                                Ok(()) => decode.take(data).unwrap_or_else(|kind| {
+                                    sunk = Err(kind);
+                                    data.len()
+                                }),
+                                Err(_) => data.len(),
+                            };
+                            body_bytes += taken as u64;
+                            taken
                         })
                         .map_err(|_| ErrorKind::Malformed)?;
                     sunk?;
-                    yield_if_busy(&mut capture).await;
                     pending_from += used;
+                    if decode.paused {
+                        // The decode budget ran out in this piece: resume it next turn.
+                        decode.next_turn().await?;
+                        continue;
+                    }
                     if decoder.is_done() {
                         keep_alive &= pending_from == filled;
                         break;
@@ -248,7 +303,7 @@ impl Connection {
             }
             BodyFraming::UntilClose => {
                 body_bytes = (filled - start) as u64;
-                sink(&mut capture, &buf[start..filled])?;
+                decode.push(&buf[start..filled]).await?;
                 loop {
                     let n = match self.stream.read(&mut buf[..]).await {
                         Ok(0) => break,
@@ -257,11 +312,11 @@ impl Connection {
                     };
                     count(n);
                     body_bytes += n as u64;
-                    sink(&mut capture, &buf[..n])?;
-                    yield_if_busy(&mut capture).await;
+                    decode.push(&buf[..n]).await?;
                 }
             }
         }
+        decode.finish().await?;
         drop(buf);
         self.exchanges += 1;
         Ok(Exchange {
@@ -298,6 +353,8 @@ mod tests {
     use super::*;
     use crate::capture::Captured;
     use crate::request::{RequestBytes, RequestSpec};
+    use std::future::Future;
+    use std::task::Poll;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 
@@ -474,5 +531,73 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         drop(listener);
         assert_eq!(connect(&[addr]).await.unwrap_err(), ErrorKind::Refused);
+    }
+
+    /// The decode budget over HTTP/1.1: a gzip bomb (8 MiB from about 8 KiB, one read) is
+    /// decoded over many polls of its exchange, whatever the framing, and still whole.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_bomb_in_one_read_is_decoded_over_several_turns() {
+        use std::io::Write;
+        const SIZE: u64 = 8 << 20;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(&vec![0u8; SIZE as usize]).unwrap();
+        let bomb = e.finish().unwrap();
+        let head = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n";
+        let mut chunked = format!("{head}Transfer-Encoding: chunked\r\n\r\n").into_bytes();
+        for piece in bomb.chunks(bomb.len() / 3 + 1) {
+            chunked.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+            chunked.extend_from_slice(piece);
+            chunked.extend_from_slice(b"\r\n");
+        }
+        chunked.extend_from_slice(b"0\r\n\r\n");
+        let framings = [
+            format!("{head}Content-Length: {}\r\n\r\n", bomb.len()).into_bytes(),
+            chunked,
+            b"HTTP/1.0 200 OK\r\nContent-Encoding: gzip\r\n\r\n".to_vec(),
+        ];
+        for (i, mut response) in framings.into_iter().enumerate() {
+            if i != 1 {
+                response.extend_from_slice(&bomb);
+            }
+            assert!(response.len() < crate::buffers::READ_BUFFER);
+            let addr = serve(vec![Box::leak(response.into_boxed_slice())], false).await;
+            let mut conn = Connection::new(connect(&[addr]).await.unwrap());
+            let buffers = ReadBuffers::new();
+            let mut captured = Captured::default();
+            let mut capture = Capture {
+                headers: &[],
+                body: false,
+                encoded_body: true,
+                max_body: 0,
+                into: &mut captured,
+            };
+            let request = get();
+            let mut polls = 0u64;
+            let result = {
+                let mut exchange = std::pin::pin!(conn.exchange(
+                    &buffers,
+                    request.as_bytes(),
+                    true,
+                    Some(&mut capture)
+                ));
+                loop {
+                    let poll =
+                        std::future::poll_fn(|cx| Poll::Ready(exchange.as_mut().poll(cx))).await;
+                    polls += 1;
+                    if let Poll::Ready(result) = poll {
+                        break result;
+                    }
+                    assert!(polls < 100_000, "the exchange never ends");
+                    tokio::task::yield_now().await;
+                }
+            };
+            result.unwrap();
+            assert_eq!(captured.decoded_len(), Some(SIZE), "framing {i}");
+            let budget = TURN_BUDGET + 8 * 1024;
+            assert!(
+                polls >= SIZE / budget,
+                "framing {i}: decoded in {polls} polls"
+            );
+        }
     }
 }

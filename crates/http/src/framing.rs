@@ -168,11 +168,12 @@ impl ChunkedDecoder {
     }
 
     /// Consumes as much of `buf` as forms whole framing units; returns the bytes consumed.
-    /// Unconsumed bytes must be offered again, with more appended.
+    /// Unconsumed bytes must be offered again, with more appended. `on_data` gets each run
+    /// of body bytes and returns how many it took; taking fewer stops the feed there.
     pub fn feed(
         &mut self,
         buf: &[u8],
-        mut on_data: impl FnMut(&[u8]),
+        mut on_data: impl FnMut(&[u8]) -> usize,
     ) -> Result<usize, FramingError> {
         let mut pos = 0;
         loop {
@@ -195,13 +196,18 @@ impl ChunkedDecoder {
                     if rest.is_empty() {
                         return Ok(pos);
                     }
-                    let take = remaining.min(rest.len() as u64) as usize;
-                    on_data(&rest[..take]);
+                    let offered = remaining.min(rest.len() as u64) as usize;
+                    let take = on_data(&rest[..offered]).min(offered);
                     pos += take;
                     self.state = match remaining - take as u64 {
                         0 => ChunkState::DataEnd,
                         left => ChunkState::Data(left),
                     };
+                    if take < offered {
+                        // The consumer stopped (its decode budget ran out): the rest of
+                        // this chunk is offered again next time.
+                        return Ok(pos);
+                    }
                 }
                 ChunkState::DataEnd => {
                     if rest.len() < 2 {
@@ -308,7 +314,12 @@ mod tests {
         let mut whole = Vec::new();
         let mut decoder = ChunkedDecoder::default();
         assert_eq!(
-            decoder.feed(wire, |d| whole.extend_from_slice(d)).unwrap(),
+            decoder
+                .feed(wire, |d| {
+                    whole.extend_from_slice(d);
+                    d.len()
+                })
+                .unwrap(),
             wire.len()
         );
         assert!(decoder.is_done());
@@ -320,7 +331,10 @@ mod tests {
         for &byte in wire.iter() {
             pending.push(byte);
             let used = decoder
-                .feed(&pending, |d| pieces.extend_from_slice(d))
+                .feed(&pending, |d| {
+                    pieces.extend_from_slice(d);
+                    d.len()
+                })
                 .unwrap();
             pending.drain(..used);
         }
@@ -331,6 +345,9 @@ mod tests {
     #[test]
     fn bad_chunk_size_is_an_error() {
         let mut decoder = ChunkedDecoder::default();
-        assert_eq!(decoder.feed(b"zz\r\n", |_| {}), Err(FramingError::Chunk));
+        assert_eq!(
+            decoder.feed(b"zz\r\n", <[u8]>::len),
+            Err(FramingError::Chunk)
+        );
     }
 }

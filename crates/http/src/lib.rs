@@ -24,7 +24,7 @@ mod stream;
 mod tls;
 mod tunnel;
 
-pub use barrage_body::{BodySink, ContentCoding, DEFAULT_MAX_BODY};
+pub use barrage_body::{BodySink, ContentCoding, Pushed, DEFAULT_MAX_BODY, TURN_BUDGET};
 pub use buffers::ReadBuffers;
 pub use capture::{Capture, Captured};
 pub use classify::classify_io_error;

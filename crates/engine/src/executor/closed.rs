@@ -1,35 +1,22 @@
 //! Closed-model executor (quick `-n`/`-z`, k6 `shared-iterations`): each VU starts its next
 //! iteration as soon as the previous one ends; a count-bounded run shares the worker's
-//! iteration budget among its VUs. Clients start progressively, a batch per turn of the
-//! event loop: a million-client run starts sending at once and stops on time, and holds
-//! only the clients it got to start (each costs memory and, connected, a descriptor).
+//! iteration budget among its VUs. Clients start progressively (`start.rs`), until the run
+//! ends or the budget is spent.
 
+use super::start::run_clients;
 use super::vu::VirtualUser;
 use crate::worker::Worker;
 use std::rc::Rc;
 use std::time::Instant;
-use tokio::task::JoinSet;
-
-/// Clients started per turn of the event loop; the started ones run their first iterations
-/// before the next batch is made.
-const START_BATCH: u64 = 256;
 
 pub(crate) async fn drive(worker: Rc<Worker>, vus: u64) {
     worker.set_vus_max(vus);
-    let mut clients = JoinSet::new();
-    let mut started = 0;
-    while started < vus && worker.may_start_at(Instant::now()) && worker.has_iterations() {
-        let batch = START_BATCH.min(vus - started);
-        for _ in 0..batch {
-            let worker = Rc::clone(&worker);
-            clients.spawn_local(async move { virtual_user(&worker).await });
-        }
-        started += batch;
-        if started < vus {
-            tokio::task::yield_now().await;
-        }
-    }
-    while clients.join_next().await.is_some() {}
+    let may_go_on = || worker.may_start_at(Instant::now()) && worker.has_iterations();
+    run_clients(vus, may_go_on, |_| {
+        let worker = Rc::clone(&worker);
+        async move { virtual_user(&worker).await }
+    })
+    .await;
 }
 
 async fn virtual_user(worker: &Worker) {

@@ -10,6 +10,7 @@ mod open;
 mod per_vu_iterations;
 mod ramping_vus;
 mod recorded;
+mod start;
 mod vu;
 
 use crate::worker::Worker;

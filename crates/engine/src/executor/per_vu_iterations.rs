@@ -1,18 +1,18 @@
 //! k6 `per-vu-iterations`: each VU runs its own fixed number of iterations back to back,
-//! until `maxDuration`.
+//! until `maxDuration`. VUs start progressively (`start.rs`), until the run ends.
 
+use super::start::run_clients;
 use super::vu::VirtualUser;
 use crate::worker::Worker;
 use std::rc::Rc;
 use std::time::Instant;
-use tokio::task::JoinSet;
 
 pub(crate) async fn drive(worker: Rc<Worker>, vus: u64, iterations_per_vu: u64) {
     worker.set_vus_max(vus);
-    let mut clients = JoinSet::new();
-    for _ in 0..vus {
+    let may_go_on = || worker.may_start_at(Instant::now());
+    run_clients(vus, may_go_on, |_| {
         let worker = Rc::clone(&worker);
-        clients.spawn_local(async move {
+        async move {
             let mut vu = VirtualUser::new(&worker);
             worker.client_started();
             let mut now = Instant::now();
@@ -23,7 +23,7 @@ pub(crate) async fn drive(worker: Rc<Worker>, vus: u64, iterations_per_vu: u64) 
                 now = vu.iterate(&worker, now).await;
             }
             worker.client_finished();
-        });
-    }
-    while clients.join_next().await.is_some() {}
+        }
+    })
+    .await;
 }

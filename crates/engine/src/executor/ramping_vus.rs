@@ -6,7 +6,10 @@
 //! target. A VU above the target finishes its iteration within `gracefulRampDown`, or is
 //! interrupted (its session counts as interrupted and its connection is dropped). After the
 //! last stage no iteration starts; running ones get `gracefulStop` (the core's hard stop).
+//! VU `j` is made when the target first passes `j`, a batch per turn of the event loop
+//! (`start.rs`): a ramp to a million VUs holds only the VUs it got to, and ends on time.
 
+use super::start::start_batch;
 use super::vu::{wait_until, VirtualUser};
 use crate::worker::Worker;
 use barrage_plan::{Stages, Striping};
@@ -62,12 +65,7 @@ pub(crate) async fn drive(worker: Rc<Worker>, share: RampShare) {
     });
     let graceful_ramp_down = share.ramp_down;
     let mut vus = tokio::task::JoinSet::new();
-    for index in 0..peak {
-        let (worker, control) = (Rc::clone(&worker), Rc::clone(&control));
-        vus.spawn_local(
-            async move { virtual_user(&worker, &control, index, graceful_ramp_down).await },
-        );
-    }
+    let mut made = 0;
     let end = worker.run.run_start + share.schedule.end();
     let mut tick = worker.run.run_start;
     loop {
@@ -81,6 +79,17 @@ pub(crate) async fn drive(worker: Rc<Worker>, share: RampShare) {
             worker.record_lag(tick);
             control.target.set(target);
             control.changed.notify_waiters();
+        }
+        if made < target.min(peak) {
+            made = start_batch(&mut vus, made, target.min(peak), |index| {
+                let (worker, control) = (Rc::clone(&worker), Rc::clone(&control));
+                async move { virtual_user(&worker, &control, index, graceful_ramp_down).await }
+            });
+            if made < target.min(peak) {
+                // More to make: the next batch after the made ones had their turn.
+                tokio::task::yield_now().await;
+                continue;
+            }
         }
         tick = (tick + CONTROL_TICK).max(now);
         tokio::time::sleep_until(tick.min(end).into()).await;

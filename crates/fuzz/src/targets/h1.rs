@@ -10,7 +10,11 @@ fn decode_chunked(body: &[u8], step: usize) -> u64 {
     let mut data = 0u64;
     for piece in body.chunks(step.max(1)) {
         pending.extend_from_slice(piece);
-        match decoder.feed(&pending, |d| data += d.len() as u64) {
+        let taken = |d: &[u8]| {
+            data += d.len() as u64;
+            d.len()
+        };
+        match decoder.feed(&pending, taken) {
             Ok(used) => {
                 assert!(used <= pending.len(), "consumed more than offered");
                 pending.drain(..used);

@@ -133,11 +133,24 @@ impl Conn {
     }
 
     /// Moves bytes: writes what is queued (unless another exchange is about to, with more),
-    /// reads and processes what arrived, until the socket has nothing more. `me` is the
-    /// calling exchange's slot. Failures end the connection.
+    /// reads and processes what arrived, until the socket has nothing more, or the turn's
+    /// wire or decode budget is spent. `me` is the calling exchange's slot. Failures end the
+    /// connection.
     pub fn drive(&mut self, cx: &mut Context<'_>, me: Option<usize>) {
         if self.proto.failed().is_some() {
             return;
+        }
+        self.proto.new_turn();
+        if self.proto.decode_paused() {
+            // Decoding stopped at the last turn's budget: go on before reading more.
+            self.proto.resume(Instant::now());
+            self.dispatch();
+            if self.proto.failed().is_some() {
+                return;
+            }
+            if self.proto.decode_paused() {
+                return self.come_back(cx, me);
+            }
         }
         let mut read = 0;
         for _ in 0..READS_PER_DRIVE {
@@ -168,15 +181,19 @@ impl Conn {
                     // After a stretch of reading, or of decoding (a highly compressed
                     // body decodes slower than it arrives), let the other tasks (and
                     // timeouts) have a turn.
-                    if read >= BYTES_PER_DRIVE
-                        || me.is_some_and(|i| self.proto.slot_mut(i).body.should_yield())
-                    {
+                    if read >= BYTES_PER_DRIVE || self.proto.decode_paused() {
                         break;
                     }
                 }
             }
         }
-        // Still more to read: come back after the other tasks had their turn.
+        // Still more to read (or decode): come back after the other tasks had their turn.
+        self.come_back(cx, me);
+    }
+
+    /// Ends a drive that left work (bytes to read, a paused decode): writes what is queued,
+    /// then has the calling exchange polled again after the other tasks' turn.
+    fn come_back(&mut self, cx: &mut Context<'_>, me: Option<usize>) {
         if let Err(kind) = self.poll_write(cx) {
             return self.fail(kind);
         }

@@ -5,6 +5,7 @@
 use super::*;
 use crate::capture::Captured;
 use crate::request::RequestSpec;
+use barrage_body::TURN_BUDGET;
 use barrage_h2proto::frame;
 use bytes::Bytes;
 use std::future::Future;
@@ -807,4 +808,69 @@ async fn an_endless_stream_is_read_in_bounded_turns() {
         largest_turn <= budget,
         "one poll read {largest_turn} bytes, over the cooperative budget {budget}"
     );
+}
+
+/// The decode budget: one DATA frame of a gzip bomb (8 MiB from about 8 KiB) is decoded over
+/// many polls of its exchange, none decoding much more than a turn's budget, and the body
+/// still comes out whole.
+#[tokio::test(flavor = "current_thread")]
+async fn a_bomb_frame_is_decoded_over_several_turns() {
+    const SIZE: u64 = 8 << 20;
+    let bomb = {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(&vec![0u8; SIZE as usize]).unwrap();
+        e.finish().unwrap()
+    };
+    assert!(bomb.len() <= frame::MAX_FRAME_SIZE);
+    let mut reply = settings_frame();
+    reply.extend(raw_frame(
+        frame::HEADERS,
+        frame::FLAG_END_HEADERS,
+        1,
+        &[0x88, 0x0f, 0x0b, 4, b'g', b'z', b'i', b'p'],
+    ));
+    reply.extend(raw_frame(frame::DATA, frame::FLAG_END_STREAM, 1, &bomb));
+    let addr = raw_server(reply, false).await;
+    let mut connection = open(addr).await;
+    let shared = Rc::clone(&connection.shared);
+    let mut captured = Captured::default();
+    let mut capture = Capture {
+        headers: &[],
+        body: false,
+        encoded_body: true,
+        max_body: 1 << 20,
+        into: &mut captured,
+    };
+    let request = request("GET", None);
+    let decoded = || {
+        let conn = shared.borrow();
+        (0..conn.proto.slot_count())
+            .map(|i| conn.proto.slot(i).body.decoded_so_far())
+            .sum::<u64>()
+    };
+    let (mut polls, mut largest_turn) = (0u64, 0);
+    let result = {
+        let mut exchange = std::pin::pin!(connection.exchange(&request, true, Some(&mut capture)));
+        loop {
+            let before = decoded();
+            let poll = std::future::poll_fn(|cx| Poll::Ready(exchange.as_mut().poll(cx))).await;
+            polls += 1;
+            largest_turn = largest_turn.max(decoded().saturating_sub(before));
+            if let Poll::Ready(result) = poll {
+                break result;
+            }
+            assert!(polls < 100_000, "the exchange never ends");
+            // The server (on this thread) gets its turn too.
+            tokio::task::yield_now().await;
+        }
+    };
+    result.unwrap();
+    assert_eq!(captured.decoded_len(), Some(SIZE));
+    let budget = TURN_BUDGET + 8 * 1024;
+    assert!(
+        largest_turn <= budget,
+        "one poll decoded {largest_turn} bytes, over the turn's budget"
+    );
+    assert!(polls >= SIZE / budget, "decoded in {polls} polls");
 }
