@@ -17,6 +17,8 @@ mod hostile;
 mod k6;
 #[path = "cli/k6_api.rs"]
 mod k6_api;
+#[path = "cli/k6_callbacks.rs"]
+mod k6_callbacks;
 #[path = "cli/k6_differential.rs"]
 mod k6_differential;
 #[path = "cli/live_exports.rs"]

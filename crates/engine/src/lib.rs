@@ -41,8 +41,8 @@ pub use protocol::connector;
 pub use samples::SampleSink;
 pub use scheduler::{run, EngineError, RunOutcome};
 pub use scripted::{
-    JarRequest, Phase, ScriptRequest, ScriptResponse, ScriptTimings, ScriptedVu, SharedVuFactory,
-    VuEvent, VuFactory, VuInput, VuStep, CAPTURED_HEADERS,
+    JarRequest, Phase, ResponseVerdict, ScriptRequest, ScriptResponse, ScriptTimings, ScriptedVu,
+    SharedVuFactory, VuEvent, VuFactory, VuInput, VuStep, CAPTURED_HEADERS,
 };
 pub use session::SessionProblem;
 pub use snapshots::{LiveMetrics, Snapshots};

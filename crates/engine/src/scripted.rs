@@ -21,6 +21,40 @@ pub struct ScriptRequest {
     pub redirects: u32,
     /// The plan's request tag it is recorded under (0 unless the front end tags it).
     pub tag: usize,
+    /// What decides whether each of its responses (redirect hops included) failed.
+    pub verdict: ResponseVerdict,
+}
+
+/// What judges a scripted request's responses failed or not (k6's response callback).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ResponseVerdict {
+    /// [`barrage_metrics::failed_by_default`] (k6's default callback).
+    #[default]
+    Default,
+    /// Only a status in one of these inclusive ranges passes (k6's `http.expectedStatuses`).
+    Expected(Arc<[(u16, u16)]>),
+    /// No callback: nothing judges its responses, which are then no samples of
+    /// `http_req_failed` (k6's `setResponseCallback(null)`).
+    Off,
+}
+
+impl ResponseVerdict {
+    /// Whether a response with `status` (0: the request failed) failed; `None` when
+    /// nothing judges it.
+    #[inline]
+    pub fn failed(&self, status: u16) -> Option<bool> {
+        match self {
+            ResponseVerdict::Default => {
+                Some(status == 0 || barrage_metrics::failed_by_default(status))
+            }
+            ResponseVerdict::Expected(ranges) => Some(
+                !ranges
+                    .iter()
+                    .any(|&(min, max)| (min..=max).contains(&status)),
+            ),
+            ResponseVerdict::Off => None,
+        }
+    }
 }
 
 /// Phase timings of a response, k6's `timings` object.

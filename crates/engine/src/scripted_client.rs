@@ -7,8 +7,8 @@ use crate::client::Client;
 use crate::exchange::{attempt, OpenRequest, Wanted};
 use crate::redirect;
 use crate::scripted::{
-    JarRequest, ScriptRequest, ScriptResponse, ScriptTimings, ScriptedVu, VuEvent, VuInput, VuStep,
-    CAPTURED_HEADERS,
+    JarRequest, ResponseVerdict, ScriptRequest, ScriptResponse, ScriptTimings, ScriptedVu, VuEvent,
+    VuInput, VuStep, CAPTURED_HEADERS,
 };
 use crate::worker::Worker;
 use barrage_metrics::{ErrorKind, ResponseRecord};
@@ -292,6 +292,13 @@ impl Client {
                     decoded_body_bytes: captured.decoded_len().unwrap_or(exchange.body_bytes),
                 };
                 worker.record_response(&record, Some(&record), None, Some(&record));
+                if request.verdict != ResponseVerdict::Default {
+                    worker.metrics.borrow_mut().record_verdict(
+                        tag,
+                        barrage_metrics::failed_by_default(exchange.status),
+                        request.verdict.failed(exchange.status),
+                    );
+                }
                 let response = ScriptResponse {
                     status: exchange.status,
                     headers: CAPTURED_HEADERS
@@ -329,6 +336,13 @@ impl Client {
         worker.captures.give(captured, held);
         let received = received.get();
         worker.record_error(tag, Instant::now(), kind, prepared, received, None);
+        if request.verdict != ResponseVerdict::Default && kind != ErrorKind::Interrupted {
+            let verdict = request.verdict.failed(0);
+            worker
+                .metrics
+                .borrow_mut()
+                .record_verdict(tag, true, verdict);
+        }
         failed(kind.description())
     }
 

@@ -5,7 +5,7 @@
 //! outside it `open()` is, as in k6.
 
 use crate::shared::{RunShared, SharedElements};
-use barrage_engine::{JarRequest, ScriptRequest, ScriptResponse, VuEvent, VuStep};
+use barrage_engine::{JarRequest, ResponseVerdict, ScriptRequest, ScriptResponse, VuEvent, VuStep};
 use barrage_plan::{limits, MetricDecl, MetricKind};
 use rquickjs::class::{JsClass, Readable, Trace, Tracer};
 use rquickjs::{
@@ -98,6 +98,23 @@ pub(crate) fn install<'js, H: Host + 'static>(
     host: std::rc::Rc<H>,
 ) -> rquickjs::Result<()> {
     let natives = Object::new(ctx.clone())?;
+    // This context's `http.expectedStatuses(...)` callbacks (the script makes a few, in the
+    // init context): a request names one by index, so sending it allocates nothing.
+    let callbacks: Rc<RefCell<Vec<ResponseVerdict>>> = Rc::default();
+    let table = callbacks.clone();
+    natives.set(
+        "expectedStatuses",
+        Function::new(ctx.clone(), move |ranges: Vec<f64>| -> f64 {
+            let status = |n: f64| n.clamp(0.0, f64::from(u16::MAX)) as u16;
+            let ranges: Vec<(u16, u16)> = ranges
+                .chunks_exact(2)
+                .map(|pair| (status(pair[0]), status(pair[1])))
+                .collect();
+            let mut table = table.borrow_mut();
+            table.push(ResponseVerdict::Expected(ranges.into()));
+            (table.len() - 1) as f64
+        })?,
+    )?;
     let h = host.clone();
     natives.set(
         "request",
@@ -117,11 +134,21 @@ pub(crate) fn install<'js, H: Host + 'static>(
                         "Making HTTP requests in the init context is not supported",
                     );
                 }
-                // `[timeout ms, redirects, request tag]`, the first two negative when not
-                // given.
-                let (timeout, redirects, tag) = match limits[..] {
-                    [timeout, redirects, tag] => (timeout, redirects, tag),
-                    _ => (-1.0, -1.0, 0.0),
+                // `[timeout ms, redirects, request tag, response callback]`, the first two
+                // negative when not given; the callback -1 for k6's default, -2 for none,
+                // else an index from `expectedStatuses`.
+                let (timeout, redirects, tag, callback) = match limits[..] {
+                    [timeout, redirects, tag, callback] => (timeout, redirects, tag, callback),
+                    _ => (-1.0, -1.0, 0.0, -1.0),
+                };
+                let verdict = match callback {
+                    -2.0 => ResponseVerdict::Off,
+                    n if n >= 0.0 => callbacks
+                        .borrow()
+                        .get(n as usize)
+                        .cloned()
+                        .unwrap_or_default(),
+                    _ => ResponseVerdict::Default,
                 };
                 let mut pairs = Vec::with_capacity(headers.len() / 2);
                 let mut headers = headers.into_iter();
@@ -155,6 +182,7 @@ pub(crate) fn install<'js, H: Host + 'static>(
                     timeout,
                     redirects,
                     tag: tag as usize,
+                    verdict,
                 };
                 let Some(response) = h.suspend(VuStep::Request(request)) else {
                     return throw(&ctx, "the test ended during this iteration");

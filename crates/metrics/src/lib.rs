@@ -22,8 +22,8 @@ pub use latency::{
     STANDARD_PERCENTILES,
 };
 pub use run::{
-    CheckCounts, FailedValue, PhaseTimings, ResponseRecord, RunMetrics, SessionCounters,
-    SessionSecond, StatusCounts, TagMetrics,
+    failed_by_default, CheckCounts, FailedValue, PhaseTimings, ResponseRecord, RunMetrics,
+    SessionCounters, SessionSecond, StatusCounts, TagMetrics, VerdictOverrides,
 };
 pub use second_latency::SecondLatency;
 pub use self_check::{SelfCheckMetrics, STALL, TICK};

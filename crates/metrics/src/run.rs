@@ -107,6 +107,38 @@ pub struct TagMetrics {
     /// Response latency per status code, by status, when the run keeps it
     /// ([`RunMetrics::latency_by_status`]: a threshold filters latency by status).
     pub latency_by_status: Vec<(u16, LatencyHistogram)>,
+    /// Responses a script's response callback judged otherwise than [`failed_by_default`].
+    pub verdicts: VerdictOverrides,
+}
+
+/// Whether a response with `status` failed by default: k6's default response callback,
+/// `http.expectedStatuses({min: 200, max: 399})`, as barrage counts it (interim 1xx
+/// responses never end a request). The one definition of a failed response.
+#[inline]
+pub fn failed_by_default(status: u16) -> bool {
+    status >= 400
+}
+
+/// Responses whose verdict a script's response callback (k6's `http.setResponseCallback`,
+/// `params.responseCallback`) turned around; the rest are judged by [`failed_by_default`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VerdictOverrides {
+    /// Failed although their status passes by default (e.g. a 200 not in `expectedStatuses`).
+    pub failed: u64,
+    /// Passed although they fail by default (e.g. a 404 in `expectedStatuses`), or not
+    /// judged though they would fail by default.
+    pub passed: u64,
+    /// Judged by no callback (k6's `setResponseCallback(null)`, `responseCallback: null`):
+    /// neither failed nor passed, not among `http_req_failed`'s samples.
+    pub unjudged: u64,
+}
+
+impl VerdictOverrides {
+    pub fn merge(&mut self, other: &VerdictOverrides) {
+        self.failed += other.failed;
+        self.passed += other.passed;
+        self.unjudged += other.unjudged;
+    }
 }
 
 impl TagMetrics {
@@ -121,21 +153,37 @@ impl TagMetrics {
         self.errors.iter().sum::<u64>() - self.interrupted()
     }
 
-    /// Requests that failed as k6's `http_req_failed` counts them by default: an error, or
-    /// a response with a status of 400 or more.
+    /// Requests that failed as k6's `http_req_failed` counts them: an error, or a response
+    /// [`failed_by_default`], as a script's response callback judged otherwise (see
+    /// [`TagMetrics::verdicts`]).
     pub fn failed_requests(&self) -> u64 {
-        self.error_count()
-            + self
-                .status
-                .iter()
-                .filter(|(s, _)| *s >= 400)
-                .map(|(_, n)| n)
-                .sum::<u64>()
+        let by_default: u64 = self
+            .status
+            .iter()
+            .filter(|(s, _)| failed_by_default(*s))
+            .map(|(_, n)| n)
+            .sum();
+        (self.error_count() + by_default + self.verdicts.failed)
+            .saturating_sub(self.verdicts.passed)
     }
 
     /// Requests that ended, with a response or an error.
     pub fn requests(&self) -> u64 {
         self.responses() + self.error_count()
+    }
+
+    /// `http_req_failed`'s rate: failed requests among those judged (0 when none were).
+    pub fn failed_rate(&self) -> f64 {
+        match self.judged_requests() {
+            0 => 0.0,
+            judged => self.failed_requests() as f64 / judged as f64,
+        }
+    }
+
+    /// Requests judged failed or not: `http_req_failed`'s samples (all requests but those a
+    /// script's null response callback left unjudged).
+    pub fn judged_requests(&self) -> u64 {
+        self.requests().saturating_sub(self.verdicts.unjudged)
     }
 
     /// Requests cut off by the run's end, never answered.
@@ -204,6 +252,7 @@ impl TagMetrics {
         self.body_bytes += other.body_bytes;
         self.decoded_body_bytes += other.decoded_body_bytes;
         self.extraction_failures += other.extraction_failures;
+        self.verdicts.merge(&other.verdicts);
         self.series.merge(&other.series);
     }
 }
@@ -423,6 +472,23 @@ impl RunMetrics {
         }
     }
 
+    /// Records a response callback's verdict on a `tag` request already recorded (a
+    /// response or an error) that fails by default when `failed_by_default`: `Some(failed)`,
+    /// or `None` when no callback judged it (k6's `setResponseCallback(null)`: it is not
+    /// one of `http_req_failed`'s samples). Counted only where it differs from the default.
+    #[inline]
+    pub fn record_verdict(&mut self, tag: usize, failed_by_default: bool, verdict: Option<bool>) {
+        let verdicts = &mut self.tags[tag].verdicts;
+        match (verdict, failed_by_default) {
+            (Some(true), false) => verdicts.failed += 1,
+            (Some(false) | None, true) => verdicts.passed += 1,
+            _ => {}
+        }
+        if verdict.is_none() {
+            verdicts.unjudged += 1;
+        }
+    }
+
     /// Counts an extraction of a `tag` response that found nothing.
     #[inline]
     pub fn record_extraction_failure(&mut self, tag: usize) {
@@ -602,6 +668,51 @@ mod tests {
             body_bytes: 60,
             decoded_body_bytes: 60,
         }
+    }
+
+    #[test]
+    fn response_callback_verdicts_turn_failed_requests_around_and_merge_exactly() {
+        let mut halves = [RunMetrics::new(1), RunMetrics::new(1)];
+        for (i, status) in [200, 404, 404, 500, 302, 200].into_iter().enumerate() {
+            let half = &mut halves[i % 2];
+            half.record_response(&response(0, 0, 10, status));
+            // expectedStatuses(404): only 404 passes; a verdict equal to the default
+            // rule is not counted.
+            half.record_verdict(0, failed_by_default(status), Some(status != 404));
+        }
+        halves[1].record_error(0, 0, ErrorKind::Timeout, 0);
+        // A null callback: a 503 and a reset judged by nobody.
+        halves[0].record_response(&response(0, 0, 10, 503));
+        halves[0].record_verdict(0, true, None);
+        halves[1].record_error(0, 0, ErrorKind::Reset, 0);
+        halves[1].record_verdict(0, true, None);
+        let [mut all, other] = halves;
+        let expected = VerdictOverrides {
+            failed: 2,
+            passed: 2,
+            unjudged: 1,
+        };
+        assert_eq!(all.tags[0].verdicts, expected);
+        all.merge(&other);
+        let tag = &all.tags[0];
+        let expected = VerdictOverrides {
+            failed: 3,
+            passed: 4,
+            unjudged: 2,
+        };
+        assert_eq!(tag.verdicts, expected);
+        // Failed: 200, 500, 302, 200 and the timeout; the two 404s passed; the 503 and the
+        // reset are no samples.
+        assert_eq!(tag.failed_requests(), 5);
+        assert_eq!(tag.requests(), 9);
+        assert_eq!(tag.judged_requests(), 7);
+        assert_eq!(tag.failed_rate(), 5.0 / 7.0);
+        assert_eq!(TagMetrics::default().failed_rate(), 0.0);
+        let mut default = RunMetrics::new(1);
+        for status in [200, 404, 404, 500, 302, 200] {
+            default.record_response(&response(0, 0, 10, status));
+        }
+        assert_eq!(default.tags[0].failed_requests(), 3);
     }
 
     #[test]

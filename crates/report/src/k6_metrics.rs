@@ -284,7 +284,7 @@ fn http_metrics(tag: &TagMetrics, name: Option<&str>, elapsed: Duration) -> Vec<
             is_time: false,
             values: K6Values::Rate {
                 trues: failed,
-                total: tag.requests(),
+                total: tag.judged_requests(),
             },
         },
         trend("http_req_blocked", name, connecting.clone()),

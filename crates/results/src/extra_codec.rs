@@ -208,3 +208,37 @@ pub fn decode_status_latency(payload: &[u8], metrics: &mut RunMetrics) -> Decode
     }
     d.finish()
 }
+
+/// The VERD section: per tag, the responses a k6 script's response callback judged otherwise
+/// than the default rule (see [`barrage_metrics::VerdictOverrides`]), so `http_req_failed`
+/// reads back as the run counted it. Optional: absent when no callback changed a verdict.
+pub fn encode_verdicts(metrics: &RunMetrics) -> Option<Vec<u8>> {
+    let none = barrage_metrics::VerdictOverrides::default();
+    if metrics.tags.iter().all(|t| t.verdicts == none) {
+        return None;
+    }
+    let mut e = Encoder::default();
+    e.varint(metrics.tags.len() as u64);
+    for tag in &metrics.tags {
+        let v = &tag.verdicts;
+        for n in [v.failed, v.passed, v.unjudged] {
+            e.varint(n);
+        }
+    }
+    Some(e.bytes)
+}
+
+/// Reads VERD into `metrics`, whose tags come from TOTL.
+pub fn decode_verdicts(payload: &[u8], metrics: &mut RunMetrics) -> DecodeResult<()> {
+    let mut d = Decoder::new(payload);
+    if d.count()? != metrics.tags.len() {
+        return Err("tag count differs from TOTL".into());
+    }
+    for tag in &mut metrics.tags {
+        let v = &mut tag.verdicts;
+        for field in [&mut v.failed, &mut v.passed, &mut v.unjudged] {
+            *field = d.varint()?;
+        }
+    }
+    d.finish()
+}

@@ -207,6 +207,7 @@ const ACTIVE: [u8; 4] = *b"ACTV";
 const EXTRA: [u8; 4] = *b"XMET";
 const INTERRUPTED: [u8; 4] = *b"INTR";
 const STATUS_LATENCY: [u8; 4] = *b"STLT";
+const VERDICTS: [u8; 4] = *b"VERD";
 const CAPACITY: [u8; 4] = *b"CAPY";
 
 fn corrupt(section: &str, reason: impl std::fmt::Display) -> ResultsError {
@@ -232,6 +233,9 @@ impl ResultsFile {
         ];
         if let Some(by_status) = extra_codec::encode_status_latency(&self.metrics) {
             sections.push((STATUS_LATENCY, by_status));
+        }
+        if let Some(verdicts) = extra_codec::encode_verdicts(&self.metrics) {
+            sections.push((VERDICTS, verdicts));
         }
         if let Some(t) = &self.thresholds {
             sections.push((THRESHOLDS, json(t)));
@@ -259,6 +263,7 @@ impl ResultsFile {
         let mut extra = None;
         let mut interrupted = None;
         let mut status_latency = None;
+        let mut verdicts = None;
         let mut capacity = None;
         for section in container::read(data)? {
             match section.kind {
@@ -301,6 +306,7 @@ impl ResultsFile {
                 EXTRA => extra = Some(section.payload),
                 INTERRUPTED => interrupted = Some(section.payload),
                 STATUS_LATENCY => status_latency = Some(section.payload),
+                VERDICTS => verdicts = Some(section.payload),
                 CAPACITY => {
                     capacity = Some(
                         serde_json::from_slice(section.payload).map_err(|e| corrupt("CAPY", e))?,
@@ -328,6 +334,9 @@ impl ResultsFile {
         if let Some(by_status) = status_latency {
             extra_codec::decode_status_latency(by_status, &mut metrics)
                 .map_err(|e| corrupt("STLT", e))?;
+        }
+        if let Some(verdicts) = verdicts {
+            extra_codec::decode_verdicts(verdicts, &mut metrics).map_err(|e| corrupt("VERD", e))?;
         }
         if meta.tags.len() != metrics.tags.len() {
             return Err(corrupt(

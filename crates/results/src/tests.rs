@@ -514,3 +514,27 @@ fn latency_per_status_reads_back_when_kept_and_is_absent_otherwise() {
         .iter()
         .all(|t| t.latency_by_status.is_empty()));
 }
+
+#[test]
+fn response_callback_verdicts_read_back_merge_exactly_and_are_absent_otherwise() {
+    let verdicts = |failed, passed, unjudged| barrage_metrics::VerdictOverrides {
+        failed,
+        passed,
+        unjudged,
+    };
+    let mut file = sample(10, 10);
+    file.metrics.tags[1].verdicts = verdicts(3, 2, 1);
+    let back = ResultsFile::from_bytes(&file.to_bytes()).unwrap();
+    assert_eq!(back.metrics.tags[1].verdicts, verdicts(3, 2, 1));
+    assert_eq!(back.metrics.tags[0].verdicts, verdicts(0, 0, 0));
+    assert_eq!(
+        back.metrics.tags[1].failed_requests(),
+        file.metrics.tags[1].failed_requests()
+    );
+    let mut other = sample(10, 10);
+    other.metrics.tags[1].verdicts = verdicts(1, 1, 4);
+    let merged = merge(&[file, other], &["a.brr".into(), "b.brr".into()]).unwrap();
+    assert_eq!(merged.metrics.tags[1].verdicts, verdicts(4, 3, 5));
+    let plain = sample(2_000, 1_000);
+    assert!(!plain.to_bytes().windows(4).any(|w| w == b"VERD"));
+}

@@ -30,11 +30,10 @@ pub fn frame(
             let recent = latest.and_then(|s| tag.latency_by_second.decoded_if_any(s));
             let ms = |p: f64| recent.as_ref().map(|h| h.percentile_micros(p) as f64 / 1e3);
             let requests = tag.requests();
-            let failed = tag.failed_requests();
             json!({
                 "name": name,
                 "requests": requests,
-                "failed_rate": if requests == 0 { 0.0 } else { failed as f64 / requests as f64 },
+                "failed_rate": tag.failed_rate(),
                 "p95_ms": ms(95.0),
                 "p99_ms": ms(99.0),
             })

@@ -38,12 +38,7 @@ impl SnapshotStatus {
             )
         });
         let total = metrics.total();
-        let failed = total.failed_requests();
-        let error_rate = if total.requests() == 0 {
-            0.0
-        } else {
-            failed as f64 / total.requests() as f64
-        };
+        let error_rate = total.failed_rate();
         let thresholds = (!plan.metrics.thresholds.is_empty()).then(|| {
             let results = barrage_report::evaluate(
                 &plan.metrics.thresholds,

@@ -4,7 +4,7 @@
 //! Counters are cumulative since the run start; latency is exported as chosen percentiles
 //! (gauges, in seconds, k6's base unit), computed exactly from the merged HDR histograms.
 
-use barrage_metrics::{RunMetrics, TagMetrics};
+use barrage_metrics::RunMetrics;
 
 /// Counter (cumulative, monotonic) or gauge (a current value).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,17 +50,6 @@ pub fn percentile_suffix(percentile: f64) -> String {
     format!("p{}", text.replace('.', "_"))
 }
 
-/// Requests that k6 counts as `http_req_failed`: transport errors and statuses ≥ 400.
-fn failed_requests(tag: &TagMetrics) -> u64 {
-    tag.error_count()
-        + tag
-            .status
-            .iter()
-            .filter(|(status, _)| *status >= 400)
-            .map(|(_, n)| n)
-            .sum::<u64>()
-}
-
 /// Every point of one flush: per-tag request counters, failure rate, latency percentiles,
 /// bytes, and run-wide iterations, dropped iterations and VUs.
 pub fn points(metrics: &RunMetrics, tags: &[String], percentiles: &[f64]) -> Vec<Point> {
@@ -83,12 +72,11 @@ pub fn points(metrics: &RunMetrics, tags: &[String], percentiles: &[f64]) -> Vec
             PointKind::Counter,
             requests as f64,
         ));
-        let failed_rate = if requests == 0 {
-            0.0
-        } else {
-            failed_requests(tag) as f64 / requests as f64
-        };
-        out.push(point("http_req_failed_rate", PointKind::Gauge, failed_rate));
+        out.push(point(
+            "http_req_failed_rate",
+            PointKind::Gauge,
+            tag.failed_rate(),
+        ));
         out.push(point(
             "data_sent_total",
             PointKind::Counter,

@@ -493,26 +493,6 @@ fn http_batch_array_and_object_forms() {
     assert_eq!(u(&s, "requests"), 4 * 5);
 }
 
-#[test]
-fn response_callbacks_are_refused_with_a_clear_line_not_ignored() {
-    let target = Target::start();
-    let script = k6_script(
-        "callback.js",
-        &target,
-        "import http from 'k6/http';\nhttp.setResponseCallback(http.expectedStatuses(200, 404));\nexport default function () { http.get('BASE/status/404'); }\n",
-    );
-    let (out, _) = run_k6(&script, &[]);
-    assert_eq!(out.code(), Some(107), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("callback.js:2")
-            && out
-                .stderr
-                .contains("http.expectedStatuses is not supported"),
-        "{}",
-        out.stderr
-    );
-}
-
 pub(crate) const COOKIE_JAR: &str = r#"import http from 'k6/http';
 import { check } from 'k6';
 

@@ -325,3 +325,48 @@ fn k6_and_barrage_agree_on_the_cookie_jar_api() {
     let script = k6_script("jar-differential.js", &target, &body);
     run_both(&k6, &script).assert_same_requests_checks_and_exit();
 }
+
+#[test]
+fn k6_and_barrage_agree_on_response_callbacks() {
+    let Some(k6) = k6_or_skip("k6 response callbacks differential") else {
+        return;
+    };
+    let target = Target::start();
+    let default = super::k6_callbacks::EXPECTED_404
+        .replace(
+            "http.setResponseCallback(http.expectedStatuses(404, { min: 200, max: 204 }));\n",
+            "",
+        )
+        .replace(", { responseCallback: http.expectedStatuses(500) }", "");
+    let cases = [
+        (
+            "callbacks-404.js",
+            super::k6_callbacks::EXPECTED_404.to_string(),
+        ),
+        ("callbacks-default.js", default),
+        (
+            "callbacks-edges.js",
+            super::k6_callbacks::CALLBACK_EDGES.to_string(),
+        ),
+    ];
+    for (name, body) in cases {
+        let script = k6_script(name, &target, &body);
+        let both = run_both(&k6, &script);
+        let failed = |export: &Value| {
+            let m = &export["metrics"]["http_req_failed"];
+            (
+                m["value"].as_f64(),
+                m["passes"].as_f64(),
+                m["fails"].as_f64(),
+            )
+        };
+        assert_eq!(
+            failed(&both.ours),
+            failed(&both.theirs),
+            "{name}: {}",
+            both.our_err
+        );
+        assert_eq!(verdicts(&both.ours), verdicts(&both.theirs), "{name}");
+        both.assert_same_requests_checks_and_exit();
+    }
+}

@@ -92,7 +92,6 @@ export function request(method, url, body, params) {
       payload = String(body);
     }
   }
-  if (params.responseCallback !== undefined) unsupported("params.responseCallback")();
   if (params.jar !== undefined && params.jar !== null && params.jar !== vuJar) {
     throw new Error("params.jar: only the VU's jar (http.cookieJar()) is supported by barrage yet");
   }
@@ -109,7 +108,9 @@ export function request(method, url, body, params) {
   const verb = String(method).toUpperCase();
   const href = String(url);
   return N.request(Response.prototype, verb, href, payload, headers,
-    [timeoutMillis(params.timeout), redirects, N.tagKey === null ? 0 : tagIndex(params, verb, href)]);
+    [timeoutMillis(params.timeout), redirects, N.tagKey === null ? 0 : tagIndex(params, verb, href),
+      params.responseCallback === undefined
+        ? responseCallback : callbackCode(params.responseCallback, "params.responseCallback")]);
 }
 
 // The plan's request tag of a request (see request_tags.rs): its value of the tag key the
@@ -199,15 +200,41 @@ export class CookieJar {
   }
 }
 
-// What decides http_req_failed is not configurable yet: these say so instead of doing
-// nothing (barrage counts errors and statuses >= 400 as failed, k6's default).
-function unsupported(name) {
-  return function () {
-    throw new Error(name + " is not supported by barrage yet (failed requests are errors and statuses >= 400, k6's default)");
-  };
+// Response callbacks decide which responses count in http_req_failed (and each redirect hop
+// is judged on its own, as in k6). As in k6, only http.expectedStatuses(...) makes one; the
+// engine judges each response by the callback's number (-1 k6's default,
+// expectedStatuses({min: 200, max: 399}); -2 none).
+class ExpectedStatuses {
+  constructor(code) { Object.defineProperty(this, "code", { value: code }); }
 }
-export const expectedStatuses = unsupported("http.expectedStatuses");
-export const setResponseCallback = unsupported("http.setResponseCallback");
+
+export function expectedStatuses(...statuses) {
+  const ranges = [];
+  statuses.forEach((status, i) => {
+    if (Number.isInteger(status)) {
+      ranges.push(status, status);
+    } else if (status !== null && typeof status === "object"
+        && Number.isInteger(status.min) && Number.isInteger(status.max)) {
+      ranges.push(status.min, status.max);
+    } else {
+      throw new Error("argument number " + (i + 1)
+        + " to expectedStatuses was neither an integer nor an object like {min:100, max:200}");
+    }
+  });
+  return new ExpectedStatuses(N.expectedStatuses(ranges));
+}
+
+function callbackCode(callback, what) {
+  if (callback === null) return -2;
+  if (callback instanceof ExpectedStatuses) return callback.code;
+  throw new Error(what + ": only callbacks made by http.expectedStatuses(...) are supported, as in k6");
+}
+
+let responseCallback = -1;
+
+export function setResponseCallback(callback) {
+  responseCallback = callbackCode(callback, "http.setResponseCallback");
+}
 
 export default {
   request, get, head, options, post, put, patch, del, batch, expectedStatuses, setResponseCallback,
