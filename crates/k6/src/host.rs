@@ -98,8 +98,10 @@ pub(crate) fn install<'js, H: Host + 'static>(
     host: std::rc::Rc<H>,
 ) -> rquickjs::Result<()> {
     let natives = Object::new(ctx.clone())?;
-    // This context's `http.expectedStatuses(...)` callbacks (the script makes a few, in the
-    // init context): a request names one by index, so sending it allocates nothing.
+    // This context's `http.expectedStatuses(...)` callbacks: a request names one by index, so
+    // sending it allocates nothing. Scripts often build one inline per request
+    // (`{responseCallback: http.expectedStatuses(200, 404)}` in the default function), so an
+    // equal callback gets the index it already has: the table holds each distinct one once.
     let callbacks: Rc<RefCell<Vec<ResponseVerdict>>> = Rc::default();
     let table = callbacks.clone();
     natives.set(
@@ -111,8 +113,14 @@ pub(crate) fn install<'js, H: Host + 'static>(
                 .map(|pair| (status(pair[0]), status(pair[1])))
                 .collect();
             let mut table = table.borrow_mut();
-            table.push(ResponseVerdict::Expected(ranges.into()));
-            (table.len() - 1) as f64
+            let known = table
+                .iter()
+                .position(|v| matches!(v, ResponseVerdict::Expected(r) if **r == *ranges));
+            let index = known.unwrap_or_else(|| {
+                table.push(ResponseVerdict::Expected(ranges.into()));
+                table.len() - 1
+            });
+            index as f64
         })?,
     )?;
     let h = host.clone();
